@@ -1,0 +1,848 @@
+/* mysample GPU kernels: the sampling pipeline of mysample.h on device rows.
+   Compiled at run time by NVRTC (mysample_cuda.h embeds this file); it
+   includes nothing, so no toolkit include directory is needed.
+
+   Launch sequence per batch (all on the caller's stream):
+     ms_k_mask   grid B        rows with masks/bias: allow bits and bias bits
+     ms_k_stats  grid G x B    small batches only: each of G blocks takes a
+                               chunk of a row (masks, bias, penalties, max,
+                               argmax, NaN/Inf, raw log-sum-exp); partials
+     ms_k_row    grid B        one block per row: combines the partials (or
+                               computes them itself when G = 0), then
+                               greedy / min_p / top_k / top_p thresholds by
+                               radix selection, the draw, logprobs, probs,
+                               and the device-side sequence update.
+   Every filter keeps an upper set of values, so the kept set of a row is
+   { i : logit_i >= theta } for one threshold theta; no stage sorts. */
+
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+
+#define MS_NT 1024         /* threads of ms_k_row */
+#define MS_ST 256          /* threads of the other kernels */
+#define MS_BINS 2048       /* radix histogram bins (11 bits) */
+#define MS_MAXT 2048       /* draw tiles per row */
+#define MS_CAND 1024       /* top-N candidates (logprobs <= 1024) */
+#define MS_KEY_NEG_INF 0x007FFFFFu
+
+/* Row flags: keep in sync with MS__CUDA_F_* in api_cuda.h. */
+#define F_GREEDY   1
+#define F_HF       2
+#define F_WORK     4
+#define F_MASK     8
+#define F_POS_SLOT 16
+#define F_ACCEPT   32
+#define F_LP_PROC  64
+#define F_PEN      128
+#define F_BIAS     256
+#define F_ALLOWED  512
+#define F_MINTOK   1024
+#define F_RAW_LSE  2048
+
+/* Result codes written to ms_cuda_out.status (values of ms_result). */
+#define ST_NAN 5
+#define ST_INF 6
+#define ST_ALL_MASKED 7
+
+/* Packed row parameters (128 bytes): ms__cuda_row in api_cuda.h. Offsets
+   count 4-byte words from the start of the parameter blob. */
+struct Row {
+  u64 seed, position;
+  float inv_temp, top_p, min_p, presence, frequency, repetition;  /* inv_temp = 1 / T (after the profile's floor) */
+  i32 top_k, flags, slot, min_tokens, eos, logprobs;
+  i32 allowed_off, n_allowed, banned_off, n_banned, stop_off, n_stop;
+  i32 bias_tok_off, n_bias, bias_val_off, bitmask_off, status;
+  i32 reserved[5];
+};
+
+/* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
+struct Args {
+  u64 logits, stride, blob, allow_bits, bias_bits, work, parts;
+  u64 seq_state, seq_len, seq_stride, tokens, out, top, probs, probs_stride;
+  i32 n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pad;
+};
+
+/* Per-chunk statistics of a row (ms_k_stats -> ms_k_row). */
+struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
+
+/* ms_cuda_out in api_cuda.h. */
+struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
+struct TopEntry { i32 token; float logprob; };
+
+/* ---- helpers -------------------------------------------------------------- */
+
+__device__ __forceinline__ float ms_neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float ms_pos_inf() { return __int_as_float(0x7f800000); }
+
+/* Order-preserving map of a float to u32 (larger float, larger key); -0 and
+   +0 map to the same key because they are equal values. */
+__device__ __forceinline__ u32 fkey(float f) {
+  u32 u = __float_as_uint(f == 0.0f ? 0.0f : f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* Philox4x32-10 and the 53-bit uniform: the same formula as ms_uniform in
+   src/impl_rng.c (counter {pos lo, pos hi, purpose, 0}, key {seed lo, hi};
+   u = ((w0 >> 5) * 2^26 + (w1 >> 6)) * 2^-53). */
+__device__ double ms_uniform_dev(u64 seed, u64 position, u32 purpose) {
+  u32 c0 = (u32)position, c1 = (u32)(position >> 32), c2 = purpose, c3 = 0;
+  u32 k0 = (u32)seed, k1 = (u32)(seed >> 32);
+  for (int r = 0; r < 10; r++) {
+    u32 lo0 = 0xD2511F53u * c0, hi0 = __umulhi(0xD2511F53u, c0);
+    u32 lo1 = 0xCD9E8D57u * c2, hi1 = __umulhi(0xCD9E8D57u, c2);
+    u32 n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  return ((double)(c0 >> 5) * 67108864.0 + (double)(c1 >> 6)) * (1.0 / 9007199254740992.0);
+}
+
+/* The CPU's expf (src/simd_dispatch.c ms__expf: Cephes range reduction
+   and a degree-5 polynomial, 0 below -87.3365), operation by operation
+   with round-to-nearest intrinsics so no FMA contraction changes a bit:
+   the GPU's weights are then the CPU's scalar weights. */
+__device__ __forceinline__ float ms_expf_dev(float x) {
+  if (!(x >= -87.3365f)) return 0.0f;
+  if (x > 88.3762f) x = 88.3762f;
+  float n = __fsub_rn(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f), 12582912.0f);
+  float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
+  r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
+  float p = 1.9875691500e-4f;
+  p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
+  p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
+  p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
+  p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
+  p = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(p, r), r), r), 1.0f);
+  return __fmul_rn(p, __int_as_float(((int)n + 127) << 23));
+}
+
+/* The weight of a logit: exp((l - M) * S) with S = 1 / T, as the CPU. */
+__device__ __forceinline__ float wgt(float l, float M, float S) {
+  return ms_expf_dev(__fmul_rn(__fsub_rn(l, M), S));
+}
+
+template <class T> __device__ __forceinline__ T warp_sum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/* Block reductions: every thread of the block must call them. */
+__device__ double bsum_d(double v) {
+  __shared__ double sh[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  if (w == 0) {
+    v = lane < nw ? sh[lane] : 0.0;
+    v = warp_sum(v);
+    if (lane == 0) sh[0] = v;
+  }
+  __syncthreads();
+  return sh[0];
+}
+__device__ u32 bsum_u(u32 v) {
+  __shared__ u32 sh[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  if (w == 0) {
+    v = lane < nw ? sh[lane] : 0u;
+    v = warp_sum(v);
+    if (lane == 0) sh[0] = v;
+  }
+  __syncthreads();
+  return sh[0];
+}
+__device__ float bmax_f(float v) {
+  __shared__ float sh[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  if (w == 0) {
+    v = lane < nw ? sh[lane] : ms_neg_inf();
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) sh[0] = v;
+  }
+  __syncthreads();
+  return sh[0];
+}
+__device__ i32 bmin_i(i32 v) {
+  __shared__ i32 sh[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  if (w == 0) {
+    v = lane < nw ? sh[lane] : 0x7fffffff;
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) sh[0] = v;
+  }
+  __syncthreads();
+  return sh[0];
+}
+__device__ i32 bmax_i(i32 v) {
+  __shared__ i32 sh[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  if (w == 0) {
+    v = lane < nw ? sh[lane] : -1;
+    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) sh[0] = v;
+  }
+  __syncthreads();
+  return sh[0];
+}
+__device__ u32 bmin_u(u32 v) {
+  __shared__ u32 sh[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  if (w == 0) {
+    v = lane < nw ? sh[lane] : 0xffffffffu;
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) sh[0] = v;
+  }
+  __syncthreads();
+  return sh[0];
+}
+
+/* Exclusive prefix sum over the threads of the block, in thread order. */
+template <class T> __device__ T bscan_excl(T v, T *total) {
+  __shared__ T sh[33];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  T incl = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    T n = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += n;
+  }
+  __syncthreads();
+  if (lane == 31) sh[w] = incl;
+  __syncthreads();
+  if (w == 0) {
+    T s = lane < nw ? sh[lane] : (T)0;
+    T si = s;
+    for (int o = 1; o < 32; o <<= 1) {
+      T n = __shfl_up_sync(0xffffffffu, si, o);
+      if (lane >= o) si += n;
+    }
+    sh[lane] = si - s;               /* exclusive prefix of warp totals */
+    if (lane == 31) sh[32] = si;     /* block total */
+  }
+  __syncthreads();
+  T r = sh[w] + incl - v;
+  *total = sh[32];
+  return r;
+}
+
+/* ---- the pointwise stages ------------------------------------------------- */
+
+/* Bias of token i from the row's bias list (sorted, unique tokens). */
+__device__ float bias_of(const i32 *blob, const Row &R, i32 i) {
+  const i32 *tok = blob + R.bias_tok_off;
+  const float *val = (const float *)(blob + R.bias_val_off);
+  i32 lo = 0, hi = R.n_bias - 1;
+  while (lo <= hi) {
+    i32 mid = (lo + hi) >> 1, t = tok[mid];
+    if (t == i) return val[mid];
+    if (t < i) lo = mid + 1; else hi = mid - 1;
+  }
+  return 0.0f;
+}
+
+/* Masks, logit bias and penalties of one logit (the stages before the
+   temperature). vLLM: the allowed/bitmask/banned mask and min_tokens set
+   -inf, logit_bias is added (clamped on the host), then repetition
+   (prompt and output, once: l > 0 ? l / r : l * r), frequency
+   (l -= f * count) and presence (l -= p when count > 0). */
+__device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 i, float x) {
+  const u64 wbase = (u64)r * (u64)A.words + (u64)(i >> 5);
+  if (R.flags & F_MASK) {
+    u32 w = ((const u32 *)A.allow_bits)[wbase];
+    if (!((w >> (i & 31)) & 1u)) return ms_neg_inf();
+  }
+  if (R.flags & F_BIAS) {
+    u32 w = ((const u32 *)A.bias_bits)[wbase];
+    if ((w >> (i & 31)) & 1u) x += bias_of((const i32 *)A.blob, R, i);
+  }
+  if (R.flags & F_PEN) {
+    u32 s = ((const u32 *)A.seq_state)[(u64)R.slot * A.seq_stride + (u64)i];
+    u32 c = s & 0x7fffffffu;
+    if ((c != 0u || (s >> 31)) && R.repetition != 1.0f) x = x > 0.0f ? x / R.repetition : x * R.repetition;
+    if (c != 0u) {
+      x -= R.frequency * (float)c;
+      x -= R.presence;
+    }
+  }
+  return x;
+}
+
+/* Statistics of elements [beg, end) of row r by the whole block: the max of
+   the processed logits and its lowest index, NaN/+Inf flags of the raw
+   logits, and the raw log-sum-exp (online) when raw logprobs are asked
+   for. Writes the processed logits to the work row for rows that need it.
+   The result is valid in thread 0. */
+__device__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
+  const float *raw = (const float *)A.logits + (u64)r * A.stride;
+  float *work = (float *)A.work + (u64)r * (u64)A.vocab;
+  const int pw = R.flags & (F_MASK | F_BIAS | F_PEN);
+  float m = ms_neg_inf(), mr = ms_neg_inf(), sr = 0.0f;
+  i32 am = 0x7fffffff, fl = 0;
+  for (i32 i = beg + (i32)threadIdx.x; i < end; i += (i32)blockDim.x) {
+    float x = raw[i];
+    if (x != x) fl |= 1;
+    else if (x == ms_pos_inf()) fl |= 2;
+    if ((R.flags & F_RAW_LSE) && x == x && x < ms_pos_inf()) {
+      if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
+      else sr = __fadd_rn(sr, ms_expf_dev(__fsub_rn(x, mr)));
+    }
+    float l = pw ? pointwise(A, R, r, i, x) : x;
+    if (R.flags & F_WORK) work[i] = l;
+    if (l > m) { m = l; am = i; }
+  }
+  Part p;
+  p.m = bmax_f(m);
+  p.am = bmin_i(m == p.m ? am : 0x7fffffff);
+  p.fl = bmax_i(fl & 1) | bmax_i(fl & 2);
+  p.mr = bmax_f(mr);
+  double s = (mr > ms_neg_inf()) ? (double)sr * (double)ms_expf_dev(__fsub_rn(mr, p.mr)) : 0.0;
+  p.sr = (float)bsum_d(s);
+  p.pad = 0;
+  return p;
+}
+
+/* ---- kernels --------------------------------------------------------------- */
+
+/* Builds the allow bits (bitmask & allowed ids & ~banned & ~min_tokens
+   stops) and the bias bits of every row that has masks or a bias. */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
+  const i32 r = blockIdx.x;
+  const Row *rows = (const Row *)A.blob;
+  const Row &R = rows[r];
+  const i32 flags = R.flags;
+  if (!(flags & (F_MASK | F_BIAS))) return;
+  const i32 *blob = (const i32 *)A.blob;
+  const i32 W = A.words;
+  u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)W;
+  u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)W;
+  const i32 V = A.vocab;
+  if (flags & F_MASK) {
+    const u32 *bm = R.bitmask_off >= 0 ? (const u32 *)(blob + R.bitmask_off) : (const u32 *)0;
+    for (i32 w = threadIdx.x; w < W; w += blockDim.x)
+      ab[w] = (flags & F_ALLOWED) ? 0u : (bm ? bm[w] : 0xffffffffu);
+    __syncthreads();
+    if (flags & F_ALLOWED) {
+      for (i32 j = threadIdx.x; j < R.n_allowed; j += blockDim.x) {
+        i32 t = blob[R.allowed_off + j];
+        if (t >= 0 && t < V) atomicOr(&ab[t >> 5], 1u << (t & 31));
+      }
+      __syncthreads();
+      if (bm) for (i32 w = threadIdx.x; w < W; w += blockDim.x) ab[w] &= bm[w];
+      __syncthreads();
+    }
+    for (i32 j = threadIdx.x; j < R.n_banned; j += blockDim.x) {
+      i32 t = blob[R.banned_off + j];
+      if (t >= 0 && t < V) atomicAnd(&ab[t >> 5], ~(1u << (t & 31)));
+    }
+    if ((flags & F_MINTOK) && R.slot >= 0) {
+      i32 len = ((const i32 *)A.seq_len)[R.slot];
+      if (len < R.min_tokens) {
+        for (i32 j = threadIdx.x; j < R.n_stop; j += blockDim.x) {
+          i32 t = blob[R.stop_off + j];
+          if (t >= 0 && t < V) atomicAnd(&ab[t >> 5], ~(1u << (t & 31)));
+        }
+        if (threadIdx.x == 0 && R.eos >= 0 && R.eos < V) atomicAnd(&ab[R.eos >> 5], ~(1u << (R.eos & 31)));
+      }
+    }
+  }
+  if (flags & F_BIAS) {
+    for (i32 w = threadIdx.x; w < W; w += blockDim.x) bb[w] = 0u;
+    __syncthreads();
+    for (i32 j = threadIdx.x; j < R.n_bias; j += blockDim.x) {
+      i32 t = blob[R.bias_tok_off + j];
+      if (t >= 0 && t < V) atomicOr(&bb[t >> 5], 1u << (t & 31));
+    }
+  }
+}
+
+/* Split rows (small batches): block (c, r) computes the statistics of
+   chunk c of row r; ms_k_row combines the n_parts partials. */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_stats(Args A) {
+  const i32 c = blockIdx.x, r = blockIdx.y;
+  const Row &R = ((const Row *)A.blob)[r];
+  if (R.status != 0) return;
+  i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
+  if (beg > end) beg = end;
+  Part p = row_stats(A, R, r, beg, end);
+  if (threadIdx.x == 0) ((Part *)A.parts)[(u64)r * (u64)A.n_parts + (u64)c] = p;
+}
+
+/* ---- selection ------------------------------------------------------------- */
+
+/* Among bins hist[0..nb) (bin nb-1 holds the largest keys), the lowest
+   non-empty bin whose "mass strictly above" is < target. That bin holds
+   the threshold: for counts (target = k) the k-th largest key, for masses
+   (target = p * Z) the smallest value whose larger mass stays below p * Z.
+   Returns the bin; *above gets the mass of the bins above it. */
+template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *above) {
+  __shared__ i32 s_bin;
+  __shared__ T s_above;
+  const i32 per = (nb + (i32)blockDim.x - 1) / (i32)blockDim.x;
+  const i32 first = (i32)threadIdx.x * per;   /* offset from the top */
+  T s = (T)0;
+  for (i32 j = 0; j < per; j++) { i32 o = first + j; if (o < nb) s += hist[nb - 1 - o]; }
+  T total;
+  T a0 = bscan_excl(s, &total);
+  if (threadIdx.x == 0) s_bin = 0x7fffffff;
+  __syncthreads();
+  T a = a0;
+  for (i32 j = 0; j < per; j++) {
+    i32 o = first + j;
+    if (o >= nb) break;
+    i32 b = nb - 1 - o;
+    T h = hist[b];
+    if (h > (T)0 && a < target) atomicMin(&s_bin, b);
+    a += h;
+  }
+  __syncthreads();
+  i32 win = s_bin;
+  if (win == 0x7fffffff) {
+    /* nothing qualifies (rounding): the top non-empty bin */
+    __syncthreads();
+    a = a0;
+    for (i32 j = 0; j < per; j++) {
+      i32 o = first + j;
+      if (o >= nb) break;
+      if (hist[nb - 1 - o] > (T)0) { atomicMin(&s_bin, o); break; }
+    }
+    __syncthreads();
+    win = s_bin == 0x7fffffff ? nb - 1 : nb - 1 - s_bin;
+    __syncthreads();
+  }
+  a = a0;
+  for (i32 j = 0; j < per; j++) {
+    i32 o = first + j;
+    if (o >= nb) break;
+    if (nb - 1 - o == win) s_above = a;
+    a += hist[nb - 1 - o];
+  }
+  __syncthreads();
+  *above = s_above;
+  __syncthreads();
+  return win;
+}
+
+/* The value of element i as seen by a selection. */
+struct SrcVal {
+  const float *p;
+  __device__ float operator()(i32 i) const { return p[i]; }
+};
+
+/* The key of the k-th largest value among the elements whose key is
+   >= lower (radix selection, 11 + 11 + 10 bits, one pass over the row
+   each). *n_eq gets how many elements have that key, *n_above how many are
+   larger. When at most k elements qualify, returns `lower` and *n_above =
+   the count. */
+template <class VF> __device__ u32 select_count(const VF &vf, i32 V, u32 lower, u32 k, u32 *hist,
+                                                u32 *n_above, u32 *n_eq) {
+  const int shifts[3] = {21, 10, 0};
+  const int bits[3] = {11, 11, 10};
+  u32 prefix = 0u, pm = 0u, target = k, eq = 0u;
+  for (int pass = 0; pass < 3; pass++) {
+    const i32 nb = 1 << bits[pass];
+    const int sh = shifts[pass];
+    for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hist[b] = 0u;
+    __syncthreads();
+    for (i32 i = threadIdx.x; i < V; i += blockDim.x) {
+      u32 key = fkey(vf(i));
+      if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
+    }
+    __syncthreads();
+    if (pass == 0) {
+      u32 tot = 0u;
+      for (i32 b = threadIdx.x; b < nb; b += blockDim.x) tot += hist[b];
+      tot = bsum_u(tot);
+      if (tot <= k) { *n_above = tot; *n_eq = 0u; return lower; }
+    }
+    u32 above;
+    i32 b = find_bin<u32>(hist, nb, target, &above);
+    target -= above;
+    prefix |= (u32)b << sh;
+    pm |= (u32)(nb - 1) << sh;
+    if (pass == 2) eq = hist[b];
+    __syncthreads();
+  }
+  *n_above = k - target;
+  *n_eq = eq;
+  return prefix;
+}
+
+/* top-p threshold: among elements with key >= lower and weights
+   w = exp((l - M) * S), the key of the smallest value whose strictly larger
+   mass is < p * Z (Z = the total weight of those elements). */
+__device__ u32 select_mass(const float *src, i32 V, u32 lower, float M, float S, float p, double *hist) {
+  const int shifts[3] = {21, 10, 0};
+  const int bits[3] = {11, 11, 10};
+  u32 prefix = 0u, pm = 0u;
+  double target = 0.0;
+  for (int pass = 0; pass < 3; pass++) {
+    const i32 nb = 1 << bits[pass];
+    const int sh = shifts[pass];
+    for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hist[b] = 0.0;
+    __syncthreads();
+    for (i32 i = threadIdx.x; i < V; i += blockDim.x) {
+      float l = src[i];
+      u32 key = fkey(l);
+      if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], (double)wgt(l, M, S));
+    }
+    __syncthreads();
+    if (pass == 0) {
+      double tot = 0.0;
+      for (i32 b = threadIdx.x; b < nb; b += blockDim.x) tot += hist[b];
+      tot = bsum_d(tot);
+      target = (double)p * tot;
+    }
+    double above;
+    i32 b = find_bin<double>(hist, nb, target, &above);
+    target -= above;
+    prefix |= (u32)b << sh;
+    pm |= (u32)(nb - 1) << sh;
+    __syncthreads();
+  }
+  return prefix;
+}
+
+/* Values for logprobs: raw logits, or the processed logits of the kept
+   set (-inf elsewhere). */
+struct LpVal {
+  const float *p;
+  u32 theta;
+  int raw;
+  __device__ float operator()(i32 i) const {
+    float v = p[i];
+    if (raw) return v;
+    return fkey(v) >= theta ? v : ms_neg_inf();
+  }
+};
+
+/* ---- the row kernel -------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
+  __shared__ Row sR;
+  __shared__ Part sP;
+  __shared__ i32 s_status;
+  __shared__ u64 s_pos;
+  __shared__ i32 s_token;
+  __shared__ i32 s_tile;
+  __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } s_hist;
+  __shared__ union { double t[MS_MAXT]; struct { u32 key[MS_CAND]; i32 id[MS_CAND]; } c; } s_buf;
+  __shared__ u32 s_ncand;
+  __shared__ double s_start;
+
+  const i32 r = blockIdx.x;
+  const i32 V = A.vocab;
+  const i32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  __syncthreads();
+  const Row &R = sR;
+  Out *out = A.out ? (Out *)A.out + r : (Out *)0;
+
+  /* statistics: combine the split partials, or compute them here */
+  if (A.n_parts > 0) {
+    if (tid == 0) {
+      const Part *pp = (const Part *)A.parts + (u64)r * (u64)A.n_parts;
+      Part c = pp[0];
+      for (i32 j = 1; j < A.n_parts; j++) {
+        Part q = pp[j];
+        if (q.m > c.m || (q.m == c.m && q.am < c.am)) { c.m = q.m; c.am = q.am; }
+        c.fl |= q.fl;
+        if (q.mr > c.mr) { c.sr = c.sr * (c.mr > ms_neg_inf() ? ms_expf_dev(c.mr - q.mr) : 0.0f) + q.sr; c.mr = q.mr; }
+        else if (q.mr > ms_neg_inf()) c.sr += q.sr * ms_expf_dev(q.mr - c.mr);
+      }
+      sP = c;
+    }
+  } else {
+    Part p = row_stats(A, R, r, 0, V);
+    if (tid == 0) sP = p;
+  }
+  if (tid == 0) {
+    i32 st = R.status;
+    if (st == 0 && (sP.fl & 1)) st = ST_NAN;
+    if (st == 0 && (sP.fl & 2)) st = ST_INF;
+    if (st == 0 && !(sP.m > ms_neg_inf())) st = ST_ALL_MASKED;
+    s_status = st;
+    s_pos = (R.flags & F_POS_SLOT) && R.slot >= 0 ? (u64)((const i32 *)A.seq_len)[R.slot] : R.position;
+  }
+  __syncthreads();
+  if (s_status != 0) {
+    if (tid == 0) {
+      ((i32 *)A.tokens)[r] = -1;
+      if (out) { out->token = -1; out->logprob = ms_neg_inf(); out->rank = 0; out->status = s_status;
+                 out->n_top = 0; out->greedy = 0; out->seed = R.seed; out->position = s_pos; }
+    }
+    float *probs = (float *)A.probs;
+    if (probs) for (i32 i = tid; i < V; i += blockDim.x) probs[(u64)r * A.probs_stride + i] = 0.0f;
+    return;
+  }
+
+  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
+                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float *rawp = (const float *)A.logits + (u64)r * A.stride;
+  const float M = sP.m;
+  const int greedy = (R.flags & F_GREEDY) != 0;
+  const int lp_on = out != 0 && R.logprobs >= 0;
+  const int lp_proc = lp_on && (R.flags & F_LP_PROC) != 0;
+  float S = greedy ? 1.0f : R.inv_temp;   /* greedy rows: logprobs at T = 1 */
+  u32 theta = MS_KEY_NEG_INF + 1u;        /* kept set: fkey(l) >= theta */
+  i32 token = sP.am;
+
+  if (!greedy) {
+    SrcVal sv; sv.p = src;
+    u32 t_minp = MS_KEY_NEG_INF + 1u;
+    if (R.min_p > 0.0f) {
+      /* min_p: drop prob < min_p * max_prob, i.e. weight < min_p */
+      u32 mk = 0xffffffffu;
+      for (i32 i = tid; i < V; i += blockDim.x) {
+        float l = src[i];
+        if (l > ms_neg_inf() && wgt(l, M, S) >= R.min_p) mk = min(mk, fkey(l));
+      }
+      t_minp = bmin_u(mk);
+    }
+    /* vLLM: min_p -> top_k -> top_p; HF: top_k -> top_p -> min_p */
+    u32 t1 = (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : t_minp;
+    if (R.top_k > 0) {
+      u32 na, ne;
+      u32 tk = select_count(sv, V, t1, (u32)R.top_k, s_hist.u, &na, &ne);
+      t1 = max(t1, tk);
+    }
+    u32 th = t1;
+    if (R.top_p < 1.0f) th = max(th, select_mass(src, V, t1, M, S, R.top_p, s_hist.d));
+    if (R.flags & F_HF) th = max(th, t_minp);
+    theta = th;
+  }
+
+  /* sums of the kept weights over tiles of 32 * E ids in id order: the
+     mass Z, the draw, the processed logprobs */
+  double Z = 1.0;
+  i32 nkept = 1;
+  if (!greedy || lp_proc) {
+    const i32 E = max(1, (V + 32 * MS_MAXT - 1) / (32 * MS_MAXT));
+    const i32 TILE = 32 * E;
+    const i32 nt = (V + TILE - 1) / TILE;
+    i32 last = -1;
+    u32 cnt = 0u;
+    for (i32 t = warp; t < nt; t += nwarps) {
+      double s = 0.0;
+      for (i32 j = 0; j < E; j++) {
+        i32 i = t * TILE + j * 32 + lane;
+        if (i < V) {
+          float l = src[i];
+          if (fkey(l) >= theta) {
+            float w = wgt(l, M, S);
+            s += (double)w;
+            cnt++;
+            if (w > 0.0f) last = max(last, i);
+          }
+        }
+      }
+      s = warp_sum(s);
+      if (lane == 0) s_buf.t[t] = s;
+    }
+    last = bmax_i(last);
+    nkept = (i32)bsum_u(cnt);
+    __syncthreads();
+    const i32 per = (nt + (i32)blockDim.x - 1) / (i32)blockDim.x;
+    double ts = 0.0;
+    for (i32 j = 0; j < per; j++) { i32 t = tid * per + j; if (t < nt) ts += s_buf.t[t]; }
+    double total;
+    const double a = bscan_excl(ts, &total);
+    Z = total;
+    if (!greedy && !A.probs) {
+      /* the draw: the first kept id whose running weight exceeds u * Z */
+      const double u = ms_uniform_dev(R.seed, s_pos, 0u);
+      const double target = u * Z;
+      if (tid == 0) { s_tile = -1; s_token = -1; }
+      __syncthreads();
+      double at = a;
+      for (i32 j = 0; j < per; j++) {   /* the last non-empty tile starting at or below the target */
+        i32 t = tid * per + j;
+        if (t < nt) { if (s_buf.t[t] > 0.0 && at <= target) atomicMax(&s_tile, t); at += s_buf.t[t]; }
+      }
+      __syncthreads();
+      const i32 wt = s_tile;
+      if (wt >= 0) {
+        at = a;
+        for (i32 j = 0; j < per; j++) {
+          i32 t = tid * per + j;
+          if (t < nt) { if (t == wt) s_start = at; at += s_buf.t[t]; }
+        }
+      }
+      __syncthreads();
+      if (wt >= 0 && warp == 0) {
+        double run = s_start;
+        for (i32 j = 0; j < E; j++) {
+          i32 i = wt * TILE + j * 32 + lane;
+          double v = 0.0;
+          if (i < V) { float l = src[i]; if (fkey(l) >= theta) v = (double)wgt(l, M, S); }
+          double incl = v;
+          for (int o = 1; o < 32; o <<= 1) {
+            double n = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += n;
+          }
+          unsigned hit = __ballot_sync(0xffffffffu, v > 0.0 && run + incl > target);
+          if (hit) { if (lane == 0) s_token = wt * TILE + j * 32 + (__ffs(hit) - 1); break; }
+          run += __shfl_sync(0xffffffffu, incl, 31);
+        }
+      }
+      __syncthreads();
+      token = s_token >= 0 ? s_token : last;   /* fallback: the last kept token */
+    }
+  }
+
+  /* final distributions (tests): w / Z on the kept set, 1 at the argmax for greedy rows */
+  if (A.probs) {
+    float *probs = (float *)A.probs + (u64)r * A.probs_stride;
+    const double inv = 1.0 / Z;
+    for (i32 i = tid; i < V; i += blockDim.x) {
+      float pr;
+      if (greedy) pr = i == token ? 1.0f : 0.0f;
+      else { float l = src[i]; pr = fkey(l) >= theta ? (float)((double)wgt(l, M, S) * inv) : 0.0f; }
+      probs[i] = pr;
+    }
+  }
+
+  /* logprobs: the token's, its rank, and the top N. Raw: log_softmax of
+     the caller's row; processed: log of the final distribution (greedy
+     rows: log_softmax of the processed row), kept tokens only. */
+  float lp_tok = 0.0f;
+  i32 rank = 0, n_top = 0;
+  if (lp_on && token >= 0) {
+    LpVal lv;
+    lv.p = lp_proc ? src : rawp;
+    lv.theta = theta;
+    lv.raw = !lp_proc;
+    const double log_sr = log((double)sP.sr);
+    const double logZ = log(Z);
+    const float vt = lv(token);
+    const u32 kt = fkey(vt);
+    u32 cnt = 0u;
+    for (i32 i = tid; i < V; i += blockDim.x) cnt += fkey(lv(i)) > kt ? 1u : 0u;
+    cnt = bsum_u(cnt);
+    rank = (i32)cnt + 1;
+#define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
+                  : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
+    lp_tok = MS_LP(vt);
+    i32 N = min(min(R.logprobs, A.top_stride), lp_proc ? nkept : V);
+    if (N > MS_CAND) N = MS_CAND;
+    if (N > 0 && A.top) {
+      u32 na, ne;
+      u32 tau = select_count(lv, V, 0u, (u32)N, s_hist.u, &na, &ne);
+      if (tid == 0) s_ncand = 0u;
+      __syncthreads();
+      const u32 need_eq = (u32)N - na;   /* places left for keys equal to tau */
+      const int all_eq = ne <= need_eq;  /* (N >= V: tau = 0, every key is larger) */
+      for (i32 i = tid; i < V; i += blockDim.x) {
+        u32 key = fkey(lv(i));
+        if (key > tau || (key == tau && all_eq)) {
+          u32 pos = atomicAdd(&s_ncand, 1u);
+          if (pos < MS_CAND) { s_buf.c.key[pos] = key; s_buf.c.id[pos] = i; }
+        }
+      }
+      __syncthreads();
+      if (!all_eq) {
+        /* more ties at tau than places left: the lowest ids, in id order */
+        u32 taken = 0u;
+        const u32 base = s_ncand;
+        for (i32 start = 0; start < V && taken < need_eq; start += blockDim.x) {
+          i32 i = start + tid;
+          u32 f = (i < V && fkey(lv(i)) == tau) ? 1u : 0u;
+          u32 tot;
+          u32 pos = bscan_excl(f, &tot);
+          if (f && taken + pos < need_eq) { s_buf.c.key[base + taken + pos] = tau; s_buf.c.id[base + taken + pos] = i; }
+          taken += tot;
+        }
+        __syncthreads();
+        if (tid == 0) s_ncand = base + need_eq;
+        __syncthreads();
+      }
+      const i32 n = min((i32)s_ncand, N);
+      TopEntry *top = (TopEntry *)A.top + (u64)r * (u64)A.top_stride;
+      if (tid < n) {
+        /* place by (value descending, id ascending) */
+        u32 k = s_buf.c.key[tid];
+        i32 id = s_buf.c.id[tid];
+        i32 pos = 0;
+        for (i32 j = 0; j < n; j++) {
+          u32 kj = s_buf.c.key[j];
+          if (kj > k || (kj == k && s_buf.c.id[j] < id)) pos++;
+        }
+        float v = lv(id);
+        top[pos].token = id;
+        top[pos].logprob = MS_LP(v);
+      }
+      n_top = n;
+      __syncthreads();
+    }
+#undef MS_LP
+  }
+
+  if (tid == 0) {
+    const int ok = token >= 0;
+    ((i32 *)A.tokens)[r] = token;
+    if (out) {
+      out->token = token; out->logprob = ok ? lp_tok : ms_neg_inf(); out->rank = rank;
+      out->status = ok ? 0 : ST_ALL_MASKED;
+      out->n_top = n_top; out->greedy = greedy; out->seed = R.seed; out->position = s_pos;
+    }
+    if (ok && !A.probs && (R.flags & F_ACCEPT) && R.slot >= 0 && R.slot < A.n_slots) {
+      u32 *st = (u32 *)A.seq_state + (u64)R.slot * A.seq_stride;
+      st[token] += 1u;
+      ((i32 *)A.seq_len)[R.slot] += 1;
+    }
+  }
+}
+
+/* ---- device-side sequences -------------------------------------------------- */
+
+struct SeqArgs {
+  u64 seq_state, seq_len, seq_stride, ids, slots;
+  i32 slot, n, vocab, n_slots;
+};
+
+/* Marks the prompt tokens of a freshly cleared slot (bit 31 of the
+   counter) and sets its output length to 0. */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
+  u32 *st = (u32 *)S.seq_state + (u64)S.slot * S.seq_stride;
+  const i32 *ids = (const i32 *)S.ids;
+  for (i32 j = blockIdx.x * blockDim.x + threadIdx.x; j < S.n; j += gridDim.x * blockDim.x) {
+    i32 t = ids[j];
+    if (t >= 0 && t < S.vocab) atomicOr(&st[t], 0x80000000u);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) ((i32 *)S.seq_len)[S.slot] = 0;
+}
+
+/* Appends tokens[j] to slot slots[j] for j < n (ids outside the vocab and
+   negative slots are skipped). */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
+  const i32 *ids = (const i32 *)S.ids;
+  const i32 *slots = (const i32 *)S.slots;
+  for (i32 j = blockIdx.x * blockDim.x + threadIdx.x; j < S.n; j += gridDim.x * blockDim.x) {
+    i32 t = ids[j], s = slots[j];
+    if (s < 0 || s >= S.n_slots || t < 0 || t >= S.vocab) continue;
+    atomicAdd((u32 *)S.seq_state + (u64)s * S.seq_stride + (u64)t, 1u);
+    atomicAdd((i32 *)S.seq_len + s, 1);
+  }
+}

@@ -1,0 +1,84 @@
+/* ---- implementation: common ------------------------------------------------ */
+#include <string.h>
+#include <math.h>
+#include <float.h>
+#include <stdio.h>
+#include <time.h>
+
+#if defined(MYSAMPLE_MALLOC) || defined(MYSAMPLE_FREE)
+#  if !defined(MYSAMPLE_MALLOC) || !defined(MYSAMPLE_FREE)
+#    error "define both MYSAMPLE_MALLOC and MYSAMPLE_FREE, or neither"
+#  endif
+#else
+#  include <stdlib.h>
+#  define MYSAMPLE_MALLOC(size, user) ((void)(user), malloc(size))
+#  define MYSAMPLE_FREE(ptr, user) ((void)(user), free(ptr))
+#endif
+#ifndef MYSAMPLE_ASSERT
+#  include <assert.h>
+#  define MYSAMPLE_ASSERT(c) assert(c)
+#endif
+
+/* Private functions are static: the implementation adds no global names
+   beyond the ms_ API. */
+#define MS__PRIVATE static
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define MS__LIKELY(x) __builtin_expect(!!(x), 1)
+#  define MS__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define MS__UNUSED __attribute__((unused))
+#else
+#  define MS__LIKELY(x) (x)
+#  define MS__UNLIKELY(x) (x)
+#  define MS__UNUSED
+#endif
+
+MSDEF const char *ms_result_str(ms_result code) {
+  switch (code) {
+#define MS__RESULT_CASE(name, value, text) case name: return text;
+    MS__RESULT_LIST(MS__RESULT_CASE)
+#undef MS__RESULT_CASE
+    default: return "unknown result code";
+  }
+}
+
+MSDEF const char *ms_version(void) { return MYSAMPLE_VERSION_STRING; }
+
+/* Formats a float the way Python's repr prints the same value parsed from
+   JSON: the shortest decimal that reads back as this float, and ".0" on
+   integral values, so our messages read like vLLM's. */
+MS__PRIVATE void ms__fmt_float(char *buf, size_t size, float v) {
+  int prec;
+  if (v != v) { snprintf(buf, size, "nan"); return; }
+  if (v == (float)INFINITY) { snprintf(buf, size, "inf"); return; }
+  if (v == -(float)INFINITY) { snprintf(buf, size, "-inf"); return; }
+  for (prec = 1; prec <= 9; prec++) {
+    char tmp[40];
+    size_t len;
+    snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
+    if ((float)strtod(tmp, NULL) == v) {
+      /* strtod and %g honour the C locale's decimal point; mysample's
+         messages always use '.', so normalise a ',' if a locale set one. */
+      char *c = strchr(tmp, ',');
+      if (c) *c = '.';
+      len = strlen(tmp);
+      if (!strchr(tmp, '.') && !strchr(tmp, 'e') && len + 2 < sizeof tmp) { tmp[len] = '.'; tmp[len + 1] = '0'; tmp[len + 2] = '\0'; }
+      if (size) { len = strlen(tmp); if (len >= size) len = size - 1; memcpy(buf, tmp, len); buf[len] = '\0'; }
+      return;
+    }
+  }
+  snprintf(buf, size, "%.9g", (double)v);
+}
+
+/* Writes a formatted message into the caller's optional buffer. */
+MS__PRIVATE void ms__msg(char *msg, size_t size, const char *fmt, ...);
+#include <stdarg.h>
+MS__PRIVATE void ms__msg(char *msg, size_t size, const char *fmt, ...) {
+  va_list ap;
+  if (!msg || size == 0) return;
+  va_start(ap, fmt);
+  vsnprintf(msg, size, fmt, ap);
+  va_end(ap);
+}
+
+MS__PRIVATE size_t ms__align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }

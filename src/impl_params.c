@@ -1,0 +1,221 @@
+/* ---- implementation: parameters, profiles, validation --------------------- */
+
+/* Stages of a row's pipeline that change single logits (pointwise), and
+   the filters, as the profiles order them. */
+enum { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES, MS__P_COUNT_ };
+enum { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P, MS__F_COUNT_ };
+
+/* A profile is this table: the one code path in impl_pipeline.c reads it. */
+typedef struct ms__rules {
+  const char *name;
+  int supported;
+  float greedy_below;     /* temperature below this is greedy (vLLM _SAMPLING_EPS) */
+  float temp_floor;       /* 0 < T < floor is raised to floor (vLLM _MAX_TEMP) */
+  float temp_max;         /* validation upper bound, INFINITY = none */
+  float bias_clamp;       /* |bias| clamp, INFINITY = none */
+  int freq_presence;      /* the profile has frequency/presence penalties */
+  int pointwise[MS__P_COUNT_];
+  int filters[MS__F_COUNT_];
+} ms__rules;
+
+static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
+  /* vLLM v1 (vllm/v1/sample/sampler.py): allowed-ids mask and bad words,
+     then the non-argmax-invariant processors (min_tokens, logit_bias), then
+     penalties; greedy rows stop there; temperature; min_p (a logits
+     processor on the full softmax); then apply_top_k_top_p: top-k keeps
+     every logit >= the k-th largest, top-p runs on the softmax of what is
+     left (sampling_params.py: T < 1e-5 greedy, 0 < T < 0.01 raised to
+     0.01, logit_bias clamped to [-100, 100], temperature in [0, 2]). */
+  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1,
+    { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES },
+    { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P } },
+  /* HF transformers generate() (generation/utils.py _get_logits_processor):
+     sequence bias, repetition penalty over all input ids, min_new_tokens,
+     suppress tokens; then the warpers temperature -> top-k -> top-p ->
+     min-p, each on the output of the previous one. Greedy means
+     do_sample=False, which we map to temperature 0; no bias clamp; no
+     presence/frequency penalties. */
+  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0,
+    { MS__P_BIAS, MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK },
+    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
+  { "sglang", 0, 1e-6f, 0.0f, INFINITY, INFINITY, 1,
+    { MS__P_PENALTIES, MS__P_MASK, MS__P_BIAS, MS__P_MIN_TOKENS },
+    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
+  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1,
+    { MS__P_BIAS, MS__P_PENALTIES, MS__P_MASK, MS__P_MIN_TOKENS },
+    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
+};
+
+MSDEF const char *ms_profile_name(ms_profile profile) {
+  return ((unsigned)profile < MS__PROFILE_COUNT_) ? ms__profiles[profile].name : NULL;
+}
+
+MSDEF int ms_profile_from_name(const char *name) {
+  int i;
+  if (!name) return -1;
+  for (i = 0; i < MS__PROFILE_COUNT_; i++) if (!strcmp(name, ms__profiles[i].name)) return i;
+  return -1;
+}
+
+MSDEF ms_params ms_params_default(void) {
+  ms_params p;
+  memset(&p, 0, sizeof p);
+  p.profile = MS_PROFILE_VLLM;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.repetition_penalty = 1.0f;
+  p.eos_token_id = -1;
+  p.logprobs = -1;
+  p.logprobs_mode = MS_LOGPROBS_RAW;
+  p.max_logprobs = 20;
+  return p;
+}
+
+MS__PRIVATE int ms__finite(float x) { return x == x && x != INFINITY && x != -INFINITY; }
+
+/* Checks an id list; writes the message on the first bad id. */
+MS__PRIVATE ms_result ms__check_ids(const int32_t *ids, int32_t n, int32_t vocab, const char *what,
+                                    char *msg, size_t size) {
+  int32_t i;
+  if (n < 0) { ms__msg(msg, size, "%s count must be >= 0, got %d.", what, (int)n); return MS_ERR_INVALID_PARAM; }
+  if (n > 0 && !ids) { ms__msg(msg, size, "%s is NULL but its count is %d.", what, (int)n); return MS_ERR_NULL_ARGUMENT; }
+  for (i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= vocab) {
+      ms__msg(msg, size, "%s contains out-of-vocab token id %d (vocab size %d).", what, (int)ids[i], (int)vocab);
+      return MS_ERR_TOKEN_OUT_OF_RANGE;
+    }
+  return MS_OK;
+}
+
+MSDEF ms_result ms_params_validate(const ms_params *p, int32_t vocab, char *msg, size_t size) {
+  char f[48];
+  const ms__rules *r;
+  ms_result rc;
+  int32_t i;
+  if (msg && size) msg[0] = '\0';
+  if (!p) { ms__msg(msg, size, "params is NULL."); return MS_ERR_NULL_ARGUMENT; }
+  if (vocab < 1) { ms__msg(msg, size, "vocab size must be at least 1, got %d.", (int)vocab); return MS_ERR_BAD_VOCAB; }
+  if ((unsigned)p->profile >= MS__PROFILE_COUNT_) { ms__msg(msg, size, "unknown profile %d.", (int)p->profile); return MS_ERR_INVALID_PARAM; }
+  r = &ms__profiles[p->profile];
+  if (!r->supported) { ms__msg(msg, size, "the %s profile is not available in this version.", r->name); return MS_ERR_UNSUPPORTED; }
+  if (p->profile == MS_PROFILE_HF) {
+    /* transformers' own wording (generation/logits_process.py) */
+    if (!(p->temperature >= 0.0f) || !ms__finite(p->temperature)) {
+      ms__fmt_float(f, sizeof f, p->temperature);
+      ms__msg(msg, size, "`temperature` (=%s) has to be a strictly positive float, otherwise your next token scores will be invalid.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (p->top_k < 0) { ms__msg(msg, size, "`top_k` has to be a strictly positive integer, but is %d", (int)p->top_k); return MS_ERR_INVALID_PARAM; }
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->top_p);
+      ms__msg(msg, size, "`top_p` has to be a float > 0 and < 1, but is %s", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->min_p);
+      ms__msg(msg, size, "`min_p` has to be a float >= 0 and <= 1, but is %s", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->repetition_penalty > 0.0f) || !ms__finite(p->repetition_penalty)) {
+      ms__fmt_float(f, sizeof f, p->repetition_penalty);
+      ms__msg(msg, size, "`penalty` has to be a strictly positive float, but is %s", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) {
+      ms__msg(msg, size, "presence_penalty and frequency_penalty are not part of the hf profile (transformers has no such processors); use the vllm profile.");
+      return MS_ERR_UNSUPPORTED;
+    }
+  } else {
+    /* vLLM's wording (vllm/sampling_params.py _verify_args) */
+    if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f)) {
+      ms__fmt_float(f, sizeof f, p->presence_penalty);
+      ms__msg(msg, size, "presence_penalty must be in [-2, 2], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f)) {
+      ms__fmt_float(f, sizeof f, p->frequency_penalty);
+      ms__msg(msg, size, "frequency_penalty must be in [-2, 2], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!ms__finite(p->repetition_penalty)) {
+      ms__fmt_float(f, sizeof f, p->repetition_penalty);
+      ms__msg(msg, size, "repetition_penalty must be a finite number, got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->repetition_penalty > 0.0f)) {
+      ms__fmt_float(f, sizeof f, p->repetition_penalty);
+      ms__msg(msg, size, "repetition_penalty must be greater than zero, got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!ms__finite(p->temperature)) {
+      ms__fmt_float(f, sizeof f, p->temperature);
+      ms__msg(msg, size, "temperature must be a finite number, got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (p->temperature < 0.0f) {
+      ms__fmt_float(f, sizeof f, p->temperature);
+      ms__msg(msg, size, "temperature must be non-negative, got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (p->temperature > r->temp_max) {
+      ms__fmt_float(f, sizeof f, p->temperature);
+      ms__msg(msg, size, "temperature must be in [0, 2], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->top_p > 0.0f && p->top_p <= 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->top_p);
+      ms__msg(msg, size, "top_p must be in (0, 1], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (p->top_k < -1) { ms__msg(msg, size, "top_k must be 0 (disable), or at least 1, got %d.", (int)p->top_k); return MS_ERR_INVALID_PARAM; }
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->min_p);
+      ms__msg(msg, size, "min_p must be in [0, 1], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+  }
+  if (p->min_tokens < 0) { ms__msg(msg, size, "min_tokens must be greater than or equal to 0, got %d.", (int)p->min_tokens); return MS_ERR_INVALID_PARAM; }
+  if (p->logprobs < -1) { ms__msg(msg, size, "logprobs must be non-negative or -1, got %d.", (int)p->logprobs); return MS_ERR_INVALID_PARAM; }
+  if (p->max_logprobs >= 0 && p->logprobs > p->max_logprobs) {
+    ms__msg(msg, size, "Requested sample logprobs of %d, which is greater than max allowed: %d", (int)p->logprobs, (int)p->max_logprobs);
+    return MS_ERR_INVALID_PARAM;
+  }
+  if (p->logprobs_mode != MS_LOGPROBS_RAW && p->logprobs_mode != MS_LOGPROBS_PROCESSED) {
+    ms__msg(msg, size, "logprobs_mode must be raw or processed, got %d.", (int)p->logprobs_mode);
+    return MS_ERR_INVALID_PARAM;
+  }
+  if (p->allowed_ids) {
+    if (p->n_allowed_ids <= 0) { ms__msg(msg, size, "allowed_token_ids is not None and empty!"); return MS_ERR_INVALID_PARAM; }
+    if (ms__check_ids(p->allowed_ids, p->n_allowed_ids, vocab, "allowed_token_ids", msg, size) != MS_OK) {
+      ms__msg(msg, size, "allowed_token_ids contains out-of-vocab token id!");
+      return MS_ERR_TOKEN_OUT_OF_RANGE;
+    }
+  } else if (p->n_allowed_ids != 0) {
+    ms__msg(msg, size, "allowed_ids is NULL but n_allowed_ids is %d.", (int)p->n_allowed_ids);
+    return MS_ERR_NULL_ARGUMENT;
+  }
+  if ((rc = ms__check_ids(p->banned_ids, p->n_banned_ids, vocab, "banned_ids", msg, size)) != MS_OK) return rc;
+  if ((rc = ms__check_ids(p->stop_token_ids, p->n_stop_token_ids, vocab, "stop_token_ids", msg, size)) != MS_OK) return rc;
+  if (p->eos_token_id < -1 || p->eos_token_id >= vocab) {
+    ms__msg(msg, size, "eos_token_id %d is out of vocab (vocab size %d).", (int)p->eos_token_id, (int)vocab);
+    return MS_ERR_TOKEN_OUT_OF_RANGE;
+  }
+  if (p->n_logit_bias < 0 || (p->n_logit_bias > 0 && !p->logit_bias)) {
+    ms__msg(msg, size, "logit_bias is NULL or its count (%d) is negative.", (int)p->n_logit_bias);
+    return p->n_logit_bias < 0 ? MS_ERR_INVALID_PARAM : MS_ERR_NULL_ARGUMENT;
+  }
+  for (i = 0; i < p->n_logit_bias; i++) {
+    if (p->logit_bias[i].token < 0 || p->logit_bias[i].token >= vocab) {
+      ms__msg(msg, size, "token_id(s) [%d] in logit_bias contain out-of-vocab token ids. Vocabulary size: %d",
+              (int)p->logit_bias[i].token, (int)vocab);
+      return MS_ERR_TOKEN_OUT_OF_RANGE;
+    }
+    if (p->logit_bias[i].bias != p->logit_bias[i].bias) {
+      ms__msg(msg, size, "logit_bias value for token %d is NaN.", (int)p->logit_bias[i].token);
+      return MS_ERR_INVALID_PARAM;
+    }
+  }
+  return MS_OK;
+}

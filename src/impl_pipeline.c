@@ -1,0 +1,548 @@
+/* ---- implementation: the per-row pipeline ---------------------------------- */
+
+/* The effective row: the caller's logits (never written) seen through an
+   enable bitmap (bit clear = not the raw value) plus a sparse list of
+   touched ids whose values live in ws->ovr. Masks, bias, min_tokens and
+   penalties only ever touch a few ids, so they cost O(touched), and the
+   scans stay single passes over the caller's row. */
+typedef struct ms__row {
+  const float *x;
+  int32_t V;
+  const ms_params *p;
+  const ms_seq *seq;
+  const ms__rules *r;
+  const ms__kernels *K;
+  ms__ws *w;
+  const uint32_t *enable;  /* NULL: every raw logit is used as is */
+  int sparse;              /* allowed-ids list: only touched ids exist */
+  int32_t n_touched;
+  float m;                 /* max of the effective row */
+  int32_t argmax;
+} ms__row;
+
+#define MS__TOUCHED(w, id) (((w)->touched_bits[(id) >> 5] >> ((id) & 31)) & 1u)
+
+MS__PRIVATE float ms__eff(const ms__row *R, int32_t id) {
+  if (MS__TOUCHED(R->w, id)) return R->w->ovr[id];
+  if (R->sparse) return -INFINITY;
+  if (R->enable && !((R->enable[id >> 5] >> (id & 31)) & 1u)) return -INFINITY;
+  return R->x[id];
+}
+
+/* Returns the slot of id in ovr, creating it from the effective base value. */
+MS__PRIVATE float *ms__touch(ms__row *R, int32_t id) {
+  ms__ws *w = R->w;
+  if (!MS__TOUCHED(w, id)) {
+    float base = ms__eff(R, id);
+    w->touched_bits[id >> 5] |= 1u << (id & 31);
+    if (!R->sparse) w->enable[id >> 5] &= ~(1u << (id & 31));
+    w->touched[R->n_touched++] = id;
+    w->ovr[id] = base;
+  }
+  return &w->ovr[id];
+}
+
+MS__PRIVATE void ms__row_cleanup(ms__row *R) {
+  int32_t i;
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = R->w->touched[i];
+    R->w->touched_bits[id >> 5] &= ~(1u << (id & 31));
+  }
+  R->n_touched = 0;
+}
+
+MS__PRIVATE int ms__penalties_active(const ms_params *p, const ms_seq *seq) {
+  return seq && seq->n_distinct > 0 &&
+         (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
+}
+
+/* Builds the effective row: the pointwise stages, in the profile's order. */
+MS__PRIVATE void ms__row_build(ms__row *R) {
+  const ms_params *p = R->p;
+  const ms_seq *seq = R->seq;
+  ms__ws *w = R->w;
+  int32_t words = (R->V + 31) / 32, i, st;
+  int min_tokens_on = p->min_tokens > 0 && (seq ? seq->n_output : 0) < p->min_tokens;
+  int mods = p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || p->n_logit_bias > 0 ||
+             (min_tokens_on && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) || ms__penalties_active(p, seq);
+  R->enable = NULL; R->sparse = 0; R->n_touched = 0;
+  if (!mods) return;
+  if (p->allowed_ids) {
+    R->sparse = 1;
+    R->enable = w->enable;
+    memset(w->enable, 0, (size_t)words * 4);
+    /* the allowed ids are the row: touch them first with their raw values */
+    for (i = 0; i < p->n_allowed_ids; i++) {
+      int32_t id = p->allowed_ids[i];
+      if (!MS__TOUCHED(w, id)) {
+        w->touched_bits[id >> 5] |= 1u << (id & 31);
+        w->touched[R->n_touched++] = id;
+        w->ovr[id] = (p->token_bitmask && !((p->token_bitmask[id >> 5] >> (id & 31)) & 1u)) ? -INFINITY : R->x[id];
+      }
+    }
+  } else if (p->token_bitmask) {
+    memcpy(w->enable, p->token_bitmask, (size_t)words * 4);
+    if (R->V & 31) w->enable[words - 1] &= (1u << (R->V & 31)) - 1u;
+    R->enable = w->enable;
+  } else {
+    memset(w->enable, 0xff, (size_t)words * 4);
+    R->enable = w->enable;
+  }
+  for (st = 0; st < MS__P_COUNT_; st++) {
+    switch (R->r->pointwise[st]) {
+      case MS__P_MASK:
+        for (i = 0; i < p->n_banned_ids; i++) *ms__touch(R, p->banned_ids[i]) = -INFINITY;
+        break;
+      case MS__P_MIN_TOKENS:
+        if (min_tokens_on) {
+          if (p->eos_token_id >= 0) *ms__touch(R, p->eos_token_id) = -INFINITY;
+          for (i = 0; i < p->n_stop_token_ids; i++) *ms__touch(R, p->stop_token_ids[i]) = -INFINITY;
+        }
+        break;
+      case MS__P_BIAS:
+        for (i = 0; i < p->n_logit_bias; i++) {
+          float b = p->logit_bias[i].bias, c = R->r->bias_clamp;
+          if (b > c) b = c;
+          if (b < -c) b = -c;
+          *ms__touch(R, p->logit_bias[i].token) += b;
+        }
+        break;
+      case MS__P_PENALTIES:
+        if (ms__penalties_active(p, seq)) {
+          float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
+          for (i = 0; i < seq->n_distinct; i++) {
+            uint32_t h = (uint32_t)seq->distinct[i];
+            int32_t tok = seq->slot_token[h], cnt = seq->slot_count[h];
+            int rep = rp != 1.0f && (cnt > 0 || seq->slot_prompt[h]);
+            float *l;
+            if (tok >= R->V) continue; /* a sequence from a larger vocab: ignore */
+            if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
+            l = ms__touch(R, tok);
+            /* vLLM apply_penalties: repetition (divide positive logits,
+               multiply the others), then frequency, then presence */
+            if (rep) *l = *l > 0.0f ? *l / rp : *l * rp;
+            if (cnt > 0) { *l -= fp * (float)cnt; *l -= pp; }
+          }
+        }
+        break;
+      default: break;
+    }
+  }
+}
+
+/* Top-k scan over the effective row into t (raw lanes, then touched ids). */
+MS__PRIVATE ms_result ms__scan_row(ms__row *R, ms__topk *t) {
+  int32_t i;
+  if (!R->sparse && R->K->scan_topk(R->x, R->V, R->enable, t)) return MS_ERR_NAN_LOGIT;
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = R->w->touched[i];
+    float v = R->w->ovr[id];
+    if (v != v) return MS_ERR_NAN_LOGIT;
+    if (v >= t->thr) ms__topk_push(t, v, id);
+  }
+  return t->bad ? MS_ERR_INF_LOGIT : MS_OK;
+}
+
+/* Max and argmax of the effective row (lowest id among equal maxima). */
+MS__PRIVATE ms_result ms__row_max(ms__row *R) {
+  ms__topk t;
+  ms_result rc;
+  ms__topk_init(&t, 1, R->w->hv, R->w->hi, NULL, NULL, 0, 0);
+  rc = ms__scan_row(R, &t);
+  if (rc != MS_OK) return rc;
+  if (t.n == 0) return MS_ERR_ALL_MASKED;
+  R->m = t.hv[0];
+  R->argmax = t.hi[0];
+  return MS_OK;
+}
+
+/* Sum of exp((l - m) * s) over the effective row; per-block sums into
+   blocks and weights into out when given (touched ids patched in). */
+MS__PRIVATE double ms__row_exp_sum(ms__row *R, float m, float s, float *out, float *blocks) {
+  double z = 0.0;
+  int32_t i;
+  if (!R->sparse) z = R->K->exp_sum(R->x, R->V, R->enable, m, s, out, blocks);
+  else {
+    if (out) memset(out, 0, (size_t)R->V * 4);
+    if (blocks) memset(blocks, 0, ((size_t)R->V / MS__BLOCK + 1) * 4);
+  }
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = R->w->touched[i];
+    float e = ms__expf((R->w->ovr[id] - m) * s);
+    if (out) out[id] = e;
+    if (blocks) blocks[id / MS__BLOCK] += e;
+    z += (double)e;
+  }
+  return z;
+}
+
+/* Number of effective logits strictly above v. */
+MS__PRIVATE int32_t ms__row_count_gt(ms__row *R, float v) {
+  int32_t c = 0, i;
+  if (!R->sparse) c = R->K->count_gt(R->x, R->V, R->enable, v);
+  for (i = 0; i < R->n_touched; i++) if (R->w->ovr[R->w->touched[i]] > v) c++;
+  return c;
+}
+
+/* -- the kept set ------------------------------------------------------------
+   A random row ends as one of two shapes: a short list of candidates
+   (cv/ci, sorted by descending value, the first n_kept kept; e = weights)
+   or the full row of weights ws->e with a threshold t (kept: e >= t). */
+typedef struct ms__kept {
+  int list;          /* 1: candidate list, 0: full row */
+  int32_t n;         /* list: kept prefix length */
+  float t;           /* full row: weight threshold */
+  double mass;       /* sum of kept weights */
+  float m, s;        /* max logit and 1/T: weight = exp((l - m) * s) */
+  int materialized;  /* full row: ws->e holds the weights */
+} ms__kept;
+
+/* Applies the profile's filters to a sorted candidate list with weights
+   ce (computed here). Filters keep prefixes of the descending order. */
+MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float *ce, int32_t c) {
+  const ms_params *p = R->p;
+  int32_t n = c, j, f;
+  for (j = 0; j < c; j++) ce[j] = ms__expf((cv[j] - k->m) * k->s);
+  for (f = 0; f < MS__F_COUNT_; f++) {
+    switch (R->r->filters[f]) {
+      case MS__F_MIN_P:
+        /* prob < min_p * max_prob is dropped; the max has weight 1 */
+        if (p->min_p > 0.0f) { j = 1; while (j < n && ce[j] >= p->min_p) j++; n = j; }
+        break;
+      case MS__F_TOP_K:
+        if (p->top_k > 0 && p->top_k < n) { /* keep ties with the k-th value */
+          j = p->top_k;
+          while (j < n && cv[j] == cv[p->top_k - 1]) j++;
+          n = j;
+        }
+        break;
+      case MS__F_TOP_P:
+        if (p->top_p < 1.0f) {
+          double z = 0.0, above = 0.0, lim;
+          for (j = 0; j < n; j++) z += (double)ce[j];
+          lim = (double)p->top_p * z;
+          j = 0;
+          /* a token stays iff the mass strictly above it is < top_p */
+          while (j < n && (j == 0 || above < lim)) {
+            int32_t g = j;
+            while (g < n && cv[g] == cv[j]) { above += (double)ce[g]; g++; }
+            j = g;
+          }
+          n = j;
+        }
+        break;
+      default: break;
+    }
+  }
+  k->list = 1;
+  k->n = n;
+  k->mass = 0.0;
+  for (j = 0; j < n; j++) k->mass += (double)ce[j];
+}
+
+/* Builds the kept set of a random row. */
+MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
+  const ms_params *p = R->p;
+  ms__ws *w = R->w;
+  int32_t V = R->V, f;
+  ms_result rc;
+  int k_on = p->top_k > 0 && p->top_k < V;
+  int minp_first = 0;
+  float T = temperature;
+  if (T < R->r->temp_floor) T = R->r->temp_floor;
+  k->s = 1.0f / T;
+  k->materialized = 0;
+  for (f = 0; f < MS__F_COUNT_; f++) {
+    if (R->r->filters[f] == MS__F_MIN_P) { minp_first = (f == 0) || p->top_p >= 1.0f; break; }
+  }
+  if (k_on && p->top_k <= MS__HEAP_K_MAX) {
+    /* heap path: one scan keeps the k best (and ties); all else is on k */
+    ms__topk t;
+    int32_t c, i;
+    ms__topk_init(&t, p->top_k, w->hv, w->hi, w->xv, w->xi, V, 1);
+    rc = ms__scan_row(R, &t);
+    if (rc != MS_OK) return rc;
+    if (t.n == 0) return MS_ERR_ALL_MASKED;
+    c = 0;
+    for (i = 0; i < t.n; i++) { w->cv[c] = t.hv[i]; w->ci[c] = t.hi[i]; c++; }
+    for (i = 0; i < t.nt; i++) if (t.tv[i] == t.hv[0]) { w->cv[c] = t.tv[i]; w->ci[c] = t.ti[i]; c++; }
+    ms__sort_desc(w->cv, w->ci, c, w->tv, w->ti);
+    k->m = w->cv[0];
+    R->m = k->m; R->argmax = w->ci[0];
+    ms__filter_list(R, k, w->cv, w->e, c);
+    return MS_OK;
+  }
+  rc = ms__row_max(R);
+  if (rc != MS_OK) return rc;
+  k->m = R->m;
+  if (p->min_p > 0.0f && minp_first) {
+    /* min_p path: only tokens within T*ln(1/min_p) of the max can stay;
+       gather them (the cut is loosened a hair, then checked exactly) */
+    float cut = R->m + logf(p->min_p) * T;
+    int32_t c = 0, i, j;
+    cut -= 1e-4f * (fabsf(cut) + 1.0f);
+    if (!R->sparse) {
+      c = R->K->compact_ge(R->x, V, R->enable, cut, w->ci, w->cv, V);
+      if (c < 0) c = 0;
+    }
+    for (i = 0; i < R->n_touched; i++) {
+      int32_t id = w->touched[i];
+      if (w->ovr[id] >= cut) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
+    }
+    /* exact min_p test on the weights */
+    for (i = 0, j = 0; i < c; i++) {
+      float e = ms__expf((w->cv[i] - k->m) * k->s);
+      if (e >= p->min_p) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
+    }
+    c = j;
+    if (c <= 8192 || (!k_on && p->top_p >= 1.0f)) {
+      ms__sort_desc(w->cv, w->ci, c, w->tv, w->ti);
+      ms__filter_list(R, k, w->cv, w->e, c);
+      return MS_OK;
+    }
+    /* a huge min_p set with more filters: fall through to the full row */
+  }
+  {
+    /* full-row path: weights of the whole row, thresholds by selection */
+    double z = ms__row_exp_sum(R, k->m, k->s, w->e, NULL);
+    float t = 1.40129846e-45f; /* the smallest subnormal: keep every non-zero weight */
+    (void)z;
+    k->materialized = 1;
+    for (f = 0; f < MS__F_COUNT_; f++) {
+      switch (R->r->filters[f]) {
+        case MS__F_MIN_P:
+          if (p->min_p > 0.0f && p->min_p > t) t = p->min_p;
+          break;
+        case MS__F_TOP_K:
+          if (k_on) {
+            float tk = ms__select(w, R->K, w->e, V, 1, t, (double)p->top_k);
+            if (tk > t) t = tk;
+          }
+          break;
+        case MS__F_TOP_P:
+          if (p->top_p < 1.0f) {
+            double mass = R->K->block_sums_ge(w->e, V, t, w->blocks);
+            float tp = ms__select(w, R->K, w->e, V, 0, t, (double)p->top_p * mass);
+            if (tp > t) t = tp;
+          }
+          break;
+        default: break;
+      }
+    }
+    if (t > 1.0f) t = 1.0f; /* the max (weight 1) always stays */
+    k->list = 0;
+    k->t = t;
+    k->mass = R->K->block_sums_ge(w->e, V, t, w->blocks);
+  }
+  return MS_OK;
+}
+
+/* Temperature-only rows skip the filters: one exp pass with block sums. */
+MS__PRIVATE int ms__no_filters(const ms_params *p, int32_t V) {
+  return !(p->top_k > 0 && p->top_k < V) && p->top_p >= 1.0f && p->min_p <= 0.0f;
+}
+
+/* The draw: the first kept token in id order whose running weight exceeds
+   u * mass. Walks block sums, then one block. */
+MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
+  ms__ws *w = R->w;
+  double target = u * k->mass, cum = 0.0;
+  int32_t last = -1;
+  if (k->list) {
+    int32_t i, n = k->n;
+    /* kept prefix in id order: copy and sort by id */
+    for (i = 0; i < n; i++) { w->ti[i] = w->ci[i]; w->tv[i] = w->e[i]; }
+    ms__sort_by_id_radix(w->ti, w->tv, n, w->xi, w->xv);
+    for (i = 0; i < n; i++) {
+      if (w->tv[i] > 0.0f) last = w->ti[i];
+      cum += (double)w->tv[i];
+      if (cum > target) return w->ti[i];
+    }
+    return last;
+  }
+  {
+    int32_t nb = (R->V + MS__BLOCK - 1) / MS__BLOCK, b, i;
+    const float *blocks = w->blocks;
+    for (b = 0; b < nb; b++) {
+      if (blocks[b] > 0.0f) last = b;
+      if (cum + (double)blocks[b] > target) break;
+      cum += (double)blocks[b];
+    }
+    if (b == nb) { if (last < 0) return -1; b = last; cum -= (double)blocks[b]; }
+    {
+      int32_t b0 = b * MS__BLOCK, len = R->V - b0 < MS__BLOCK ? R->V - b0 : MS__BLOCK;
+      const float *e;
+      float t = k->materialized ? k->t : 0.0f;
+      int32_t pick = -1;
+      if (k->materialized) e = w->e + b0;
+      else {
+        /* recompute this block's weights with the same kernel */
+        float *blk = w->blk;
+        if (!R->sparse) R->K->exp_sum(R->x + b0, len, R->enable ? R->enable + b0 / 32 : NULL, k->m, k->s, blk, NULL);
+        else memset(blk, 0, (size_t)len * 4);
+        for (i = 0; i < R->n_touched; i++) {
+          int32_t id = w->touched[i];
+          if (id >= b0 && id < b0 + len) blk[id - b0] = ms__expf((w->ovr[id] - k->m) * k->s);
+        }
+        e = blk;
+      }
+      for (i = 0; i < len; i++) {
+        if (e[i] >= t && e[i] > 0.0f) {
+          pick = b0 + i;
+          cum += (double)e[i];
+          if (cum > target) return pick;
+        }
+      }
+      return pick;
+    }
+  }
+}
+
+/* -- logprobs ---------------------------------------------------------------- */
+MS__PRIVATE void ms__top_out(ms_output *out, int32_t n_want, const float *lp, const int32_t *ids, int32_t n) {
+  int32_t i;
+  out->n_top = 0;
+  if (!out->top || n_want <= 0) return;
+  if (n > n_want) n = n_want;
+  if (n > out->top_capacity) n = out->top_capacity;
+  for (i = 0; i < n; i++) { out->top[i].token = ids[i]; out->top[i].logprob = lp[i]; }
+  out->n_top = n;
+}
+
+/* log_softmax of the effective row scaled by s (raw: the caller's row). */
+MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t token, ms_output *out) {
+  ms__ws *w = R->w;
+  ms__row raw = *R;
+  ms__row *Q = R;
+  int32_t n_top = R->p->logprobs, i;
+  float m, ltok;
+  double z;
+  ms__topk t;
+  if (use_raw) {
+    raw.enable = NULL; raw.sparse = 0; raw.n_touched = 0;
+    Q = &raw;
+  }
+  /* max, top-N (with a heap large enough for N) */
+  if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
+  ms__topk_init(&t, n_top > 0 ? n_top : 1, w->hv, w->hi, NULL, NULL, 0, 0);
+  ms__scan_row(Q, &t);
+  if (t.n == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
+  /* the heap's max: sort it */
+  for (i = 0; i < t.n; i++) { w->tv[i] = t.hv[i]; w->ti[i] = t.hi[i]; }
+  ms__sort_desc(w->tv, w->ti, t.n, w->xv, w->xi);
+  m = w->tv[0];
+  z = ms__row_exp_sum(Q, m, s, NULL, NULL);
+  ltok = use_raw ? R->x[token] : ms__eff(R, token);
+  {
+    double logz = log(z);
+    out->logprob = (ltok == -INFINITY) ? -INFINITY : (float)((double)((ltok - m) * s) - logz);
+    if (n_top > 0) {
+      for (i = 0; i < t.n; i++) w->tv[i] = (w->tv[i] == -INFINITY) ? -INFINITY : (float)((double)((w->tv[i] - m) * s) - logz);
+      ms__top_out(out, n_top, w->tv, w->ti, t.n);
+    } else out->n_top = 0;
+  }
+  /* rank: 1 + count strictly above the token's value */
+  if (n_top > 0 && t.n == t.k && ltok >= t.hv[0]) {
+    /* every larger value is in the heap */
+    int32_t c = 0;
+    for (i = 0; i < t.n; i++) if (t.hv[i] > ltok) c++;
+    out->rank = 1 + c;
+  } else {
+    out->rank = 1 + ms__row_count_gt(Q, ltok);
+  }
+}
+
+/* Logprobs of the final distribution of a random row (kept set k). */
+MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t token, ms_output *out) {
+  ms__ws *w = R->w;
+  int32_t n_top = R->p->logprobs, i;
+  double logk = log(k->mass);
+  float ltok = ms__eff(R, token);
+  if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
+  out->logprob = (float)((double)((ltok - k->m) * k->s) - logk);
+  if (k->list) {
+    /* kept prefix is sorted by descending value */
+    int32_t n = k->n < n_top ? k->n : n_top, c = 0;
+    for (i = 0; i < n; i++) { w->tv[i] = (float)((double)((w->cv[i] - k->m) * k->s) - logk); w->ti[i] = w->ci[i]; }
+    ms__top_out(out, n_top, w->tv, w->ti, n);
+    for (i = 0; i < k->n; i++) if (w->cv[i] > ltok) c++;
+    out->rank = 1 + c;
+    return;
+  }
+  {
+    /* full row of weights: top-N by weight among kept (weights >= t) */
+    ms__topk t;
+    float etok = w->e[token];
+    ms__topk_init(&t, n_top > 0 ? n_top : 1, w->hv, w->hi, NULL, NULL, 0, 0);
+    t.thr = k->t;
+    R->K->scan_topk(w->e, R->V, NULL, &t);
+    for (i = 0; i < t.n; i++) { w->tv[i] = t.hv[i]; w->ti[i] = t.hi[i]; }
+    ms__sort_desc(w->tv, w->ti, t.n, w->xv, w->xi);
+    for (i = 0; i < t.n; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
+    if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, t.n); else out->n_top = 0;
+    out->rank = 1 + R->K->count_gt(w->e, R->V, NULL, etok);
+  }
+}
+
+/* -- the row entry points ------------------------------------------------------ */
+typedef enum { MS__MODE_SAMPLE, MS__MODE_PROBS } ms__mode;
+
+MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *x, int32_t V,
+                                  const ms_params *p, const ms_seq *seq, ms_output *out, float *probs) {
+  ms__row R;
+  ms__kept k;
+  ms_result rc;
+  int greedy;
+  uint64_t seed = seq ? seq->seed : p->seed;
+  uint64_t pos = seq ? seq->position : 0;
+  memset(&R, 0, sizeof R);
+  memset(&k, 0, sizeof k);
+  R.x = x; R.V = V; R.p = p; R.seq = seq; R.r = &ms__profiles[p->profile]; R.K = K; R.w = w;
+  greedy = !(p->temperature >= R.r->greedy_below);
+  if (out) { out->seed = seed; out->position = pos; out->greedy = greedy; out->rank = 0; out->n_top = 0; out->logprob = 0.0f; }
+  ms__row_build(&R);
+  if (greedy) {
+    rc = ms__row_max(&R);
+    if (rc != MS_OK) goto done;
+    if (probs) { memset(probs, 0, (size_t)V * 4); probs[R.argmax] = 1.0f; }
+    if (out) {
+      out->token = R.argmax;
+      if (p->logprobs >= 0)
+        ms__logprobs_softmax(&R, p->logprobs_mode == MS_LOGPROBS_RAW, 1.0f, R.argmax, out);
+    }
+    goto done;
+  }
+  if (ms__no_filters(p, V)) {
+    float T = p->temperature < R.r->temp_floor ? R.r->temp_floor : p->temperature;
+    rc = ms__row_max(&R);
+    if (rc != MS_OK) goto done;
+    k.list = 0; k.m = R.m; k.s = 1.0f / T; k.t = 0.0f;
+    k.mass = ms__row_exp_sum(&R, k.m, k.s, probs ? w->e : NULL, w->blocks);
+    if (probs) k.materialized = 1;
+  } else {
+    rc = ms__row_kept(&R, &k, p->temperature);
+    if (rc != MS_OK) goto done;
+  }
+  if (!(k.mass > 0.0)) { rc = MS_ERR_ALL_MASKED; goto done; }
+  if (probs) {
+    int32_t i;
+    double inv = 1.0 / k.mass;
+    memset(probs, 0, (size_t)V * 4);
+    if (k.list) { for (i = 0; i < k.n; i++) probs[w->ci[i]] = (float)((double)w->e[i] * inv); }
+    else { for (i = 0; i < V; i++) if (w->e[i] >= k.t && w->e[i] > 0.0f) probs[i] = (float)((double)w->e[i] * inv); }
+  }
+  if (out) {
+    int32_t tok = ms__draw(&R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
+    if (tok < 0) { rc = MS_ERR_ALL_MASKED; goto done; }
+    out->token = tok;
+    if (p->logprobs >= 0) {
+      if (p->logprobs_mode == MS_LOGPROBS_RAW) ms__logprobs_softmax(&R, 1, 1.0f, tok, out);
+      else if (k.list || k.materialized) ms__logprobs_processed(&R, &k, tok, out);
+      else ms__logprobs_softmax(&R, 0, k.s, tok, out);
+    }
+  }
+  rc = MS_OK;
+done:
+  ms__row_cleanup(&R);
+  return rc;
+}

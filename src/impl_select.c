@@ -1,0 +1,317 @@
+/* ---- implementation: kernel dispatch, top-k heap, sorting, selection ------ */
+
+#if MS__HAVE_X86_SIMD
+#  if defined(_MSC_VER) && !defined(__clang__)
+MS__PRIVATE void ms__cpuid(int leaf, int sub, unsigned r[4]) { int o[4]; __cpuidex(o, leaf, sub); r[0] = (unsigned)o[0]; r[1] = (unsigned)o[1]; r[2] = (unsigned)o[2]; r[3] = (unsigned)o[3]; }
+MS__PRIVATE unsigned long long ms__xgetbv(void) { return _xgetbv(0); }
+#  else
+MS__PRIVATE void ms__cpuid(int leaf, int sub, unsigned r[4]) {
+  unsigned a, b, c, d;
+  __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(leaf), "c"(sub));
+  r[0] = a; r[1] = b; r[2] = c; r[3] = d;
+}
+MS__PRIVATE unsigned long long ms__xgetbv(void) {
+  unsigned a, d;
+  __asm__ __volatile__("xgetbv" : "=a"(a), "=d"(d) : "c"(0));
+  return ((unsigned long long)d << 32) | a;
+}
+#  endif
+#endif
+
+/* The widest kernel set this CPU and build support. MYSAMPLE_SIMD=scalar|
+   sse2|avx2|avx512|neon in the environment caps the choice (tests run every
+   path; a user can rule out a path they distrust). */
+MS__PRIVATE const ms__kernels *ms__pick_kernels(void) {
+  const char *cap = getenv("MYSAMPLE_SIMD");
+  int allow_avx512 = 1, allow_avx2 = 1, allow_sse2 = 1, allow_neon = 1;
+  if (cap && *cap) {
+    allow_avx512 = !strcmp(cap, "avx512");
+    allow_avx2 = allow_avx512 || !strcmp(cap, "avx2");
+    allow_sse2 = allow_avx2 || !strcmp(cap, "sse2");
+    allow_neon = !strcmp(cap, "neon");
+  }
+  (void)allow_avx512; (void)allow_avx2; (void)allow_sse2; (void)allow_neon;
+#if MS__HAVE_X86_SIMD
+  {
+    unsigned r1[4], r7[4], r0[4];
+    int avx = 0, avx2 = 0, avx512 = 0;
+    ms__cpuid(0, 0, r0);
+    ms__cpuid(1, 0, r1);
+    if ((r1[2] & (1u << 27)) && (r1[2] & (1u << 28))) { /* OSXSAVE, AVX */
+      unsigned long long xcr0 = ms__xgetbv();
+      avx = (xcr0 & 0x6) == 0x6;
+      if (avx && r0[0] >= 7) {
+        ms__cpuid(7, 0, r7);
+        avx2 = (r7[1] & (1u << 5)) && (r1[2] & (1u << 12)); /* AVX2 and FMA */
+        avx512 = avx2 && (r7[1] & (1u << 16)) && (xcr0 & 0xE0) == 0xE0;
+      }
+    }
+#  if MS__HAVE_AVX512
+    if (avx512 && allow_avx512) return &ms__kernel_table_avx512;
+#  else
+    (void)avx512;
+#  endif
+    if (avx2 && allow_avx2) return &ms__kernel_table_avx2;
+    if (allow_sse2) return &ms__kernel_table_sse2;
+  }
+#endif
+#if MS__HAVE_NEON
+  if (allow_neon || !cap || !*cap) return &ms__kernel_table_neon;
+#endif
+  return &ms__kernel_table_scalar;
+}
+
+/* -- top-k heap with ties ---------------------------------------------------
+   A min-heap of the k best values seen; entries equal to the heap's minimum
+   that did not fit wait in a tie buffer, so "every token tied with the k-th
+   value stays" (vLLM, HF) costs nothing unless ties exist. */
+MS__PRIVATE void ms__topk_init(ms__topk *t, int32_t k, float *hv, int32_t *hi, float *tv, int32_t *ti, int32_t tcap, int keep_ties) {
+  t->k = k; t->n = 0; t->hv = hv; t->hi = hi; t->tv = tv; t->ti = ti;
+  t->nt = 0; t->tcap = tcap; t->keep_ties = keep_ties; t->overflow = 0; t->bad = 0;
+  t->thr = -FLT_MAX;
+}
+
+/* Heap order: smaller value first; among equal values the larger id is
+   "smaller", so for k = 1 the lowest id of equal maxima wins (argmax). */
+#define MS__HEAP_LESS(va, ia, vb, ib) ((va) < (vb) || ((va) == (vb) && (ia) > (ib)))
+
+MS__PRIVATE void ms__heap_sift_down(float *hv, int32_t *hi, int32_t n, int32_t pos) {
+  float v = hv[pos]; int32_t id = hi[pos];
+  for (;;) {
+    int32_t c = 2 * pos + 1;
+    if (c >= n) break;
+    if (c + 1 < n && MS__HEAP_LESS(hv[c + 1], hi[c + 1], hv[c], hi[c])) c++;
+    if (!MS__HEAP_LESS(hv[c], hi[c], v, id)) break;
+    hv[pos] = hv[c]; hi[pos] = hi[c]; pos = c;
+  }
+  hv[pos] = v; hi[pos] = id;
+}
+
+MS__PRIVATE float ms__topk_push(ms__topk *t, float v, int32_t id) {
+  if (v == INFINITY) { t->bad = 1; return t->thr; }
+  if (!(v > -INFINITY)) return t->thr; /* masked or NaN: never a candidate */
+  if (t->n < t->k) {
+    int32_t pos = t->n++;
+    while (pos > 0) { /* sift up */
+      int32_t p = (pos - 1) / 2;
+      if (!MS__HEAP_LESS(v, id, t->hv[p], t->hi[p])) break;
+      t->hv[pos] = t->hv[p]; t->hi[pos] = t->hi[p]; pos = p;
+    }
+    t->hv[pos] = v; t->hi[pos] = id;
+    if (t->n == t->k) t->thr = t->hv[0];
+    return t->thr;
+  }
+  if (v > t->hv[0] || (!t->keep_ties && v == t->hv[0] && id < t->hi[0])) {
+    float old = t->hv[0]; int32_t old_id = t->hi[0];
+    t->hv[0] = v; t->hi[0] = id;
+    ms__heap_sift_down(t->hv, t->hi, t->n, 0);
+    if (t->keep_ties) {
+      if (t->hv[0] == old) {
+        if (t->nt < t->tcap) { t->tv[t->nt] = old; t->ti[t->nt] = old_id; t->nt++; } else t->overflow = 1;
+      } else {
+        t->nt = 0; /* every waiting tie was below the new minimum */
+      }
+    }
+    t->thr = t->hv[0];
+  } else if (t->keep_ties && v == t->hv[0]) {
+    if (t->nt < t->tcap) { t->tv[t->nt] = v; t->ti[t->nt] = id; t->nt++; } else t->overflow = 1;
+  }
+  return t->thr;
+}
+
+/* -- sorting ---------------------------------------------------------------- */
+MS__PRIVATE uint32_t ms__desc_key(float f) {
+  union { float f; uint32_t u; } c;
+  c.f = f;
+  /* order-preserving map to unsigned, then inverted for descending order */
+  c.u = (c.u & 0x80000000u) ? ~c.u : (c.u | 0x80000000u);
+  return ~c.u;
+}
+
+/* Sorts (v, id) pairs by descending value, ties by ascending id. Small
+   inputs use insertion sort; larger ones an LSD radix sort on the value
+   (stable, so pairs given in id order keep ties in id order). tv/ti are
+   scratch of n entries. */
+MS__PRIVATE void ms__sort_desc(float *v, int32_t *id, int32_t n, float *tv, int32_t *ti) {
+  int32_t i;
+  if (n <= 48) {
+    for (i = 1; i < n; i++) {
+      float x = v[i]; int32_t xi = id[i]; int32_t j = i - 1;
+      while (j >= 0 && (v[j] < x || (v[j] == x && id[j] > xi))) { v[j + 1] = v[j]; id[j + 1] = id[j]; j--; }
+      v[j + 1] = x; id[j + 1] = xi;
+    }
+    return;
+  }
+  {
+    int pass;
+    float *sv = v, *dv = tv; int32_t *si = id, *di = ti;
+    for (pass = 0; pass < 4; pass++) {
+      uint32_t count[256];
+      int shift = pass * 8;
+      uint32_t sum = 0;
+      int b;
+      memset(count, 0, sizeof count);
+      for (i = 0; i < n; i++) count[(ms__desc_key(sv[i]) >> shift) & 255u]++;
+      for (b = 0; b < 256; b++) { uint32_t c = count[b]; count[b] = sum; sum += c; }
+      for (i = 0; i < n; i++) {
+        uint32_t dst = count[(ms__desc_key(sv[i]) >> shift) & 255u]++;
+        dv[dst] = sv[i]; di[dst] = si[i];
+      }
+      { float *t1 = sv; sv = dv; dv = t1; }
+      { int32_t *t2 = si; si = di; di = t2; }
+    }
+    /* four passes: the result is back in v/id */
+  }
+}
+
+/* Sorts ids ascending (with their values) - the draw walks in id order. */
+MS__PRIVATE void ms__sort_by_id(int32_t *id, float *v, int32_t n) {
+  int32_t i;
+  for (i = 1; i < n; i++) {
+    int32_t xi = id[i]; float x = v[i]; int32_t j = i - 1;
+    while (j >= 0 && id[j] > xi) { id[j + 1] = id[j]; v[j + 1] = v[j]; j--; }
+    id[j + 1] = xi; v[j + 1] = x;
+  }
+}
+
+/* -- workspace ---------------------------------------------------------------- */
+#define MS__HEAP_K_MAX 1024   /* top-k up to this uses the heap scan */
+#define MS__SAMPLE 1024       /* sample size of the threshold estimate */
+
+typedef struct ms__ws {
+  int32_t cap;              /* max_vocab */
+  float *e;                 /* exp weights of the row (cap) */
+  float *ovr;               /* values of touched ids (cap, valid where touched) */
+  uint32_t *enable;         /* bit set: the raw logit is used as is */
+  uint32_t *touched_bits;   /* bit set: the value lives in ovr */
+  int32_t *touched;         /* list of touched ids (cap) */
+  float *cv; int32_t *ci;   /* candidates (cap) */
+  float *tv; int32_t *ti;   /* sort scratch (cap) */
+  float *xv; int32_t *xi;   /* top-k tie buffer (cap) */
+  float *hv; int32_t *hi;   /* heap (MS__HEAP_K_MAX) */
+  float *blocks;            /* per-block sums (cap / MS__BLOCK + 1) */
+  float *sv; int32_t *si;   /* sample (2 * MS__SAMPLE: values, scratch) */
+  float *blk;               /* one block of weights (MS__BLOCK) */
+} ms__ws;
+
+MS__PRIVATE size_t ms__ws_size(int32_t cap) {
+  size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
+  size_t s = 0;
+  s += ms__align_up(sizeof(ms__ws), 64);
+  s += 9 * ms__align_up(v * 4, 64);          /* e, ovr, touched, cv, ci, tv, ti, xv, xi */
+  s += 2 * ms__align_up(words * 4, 64);      /* enable, touched_bits */
+  s += 2 * ms__align_up(MS__HEAP_K_MAX * 4, 64);
+  s += ms__align_up(nb * 4, 64);
+  s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
+  s += ms__align_up(MS__BLOCK * 4, 64);
+  return s;
+}
+
+MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
+  char *p = (char *)mem;
+  ms__ws *w = (ms__ws *)p;
+  size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
+#define MS__TAKE(field, type, count) do { w->field = (type *)p; p += ms__align_up((size_t)(count) * 4, 64); } while (0)
+  p += ms__align_up(sizeof(ms__ws), 64);
+  w->cap = cap;
+  MS__TAKE(e, float, v); MS__TAKE(ovr, float, v); MS__TAKE(touched, int32_t, v);
+  MS__TAKE(cv, float, v); MS__TAKE(ci, int32_t, v); MS__TAKE(tv, float, v); MS__TAKE(ti, int32_t, v);
+  MS__TAKE(xv, float, v); MS__TAKE(xi, int32_t, v);
+  MS__TAKE(enable, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
+  MS__TAKE(hv, float, MS__HEAP_K_MAX); MS__TAKE(hi, int32_t, MS__HEAP_K_MAX);
+  MS__TAKE(blocks, float, nb);
+  MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
+  MS__TAKE(blk, float, MS__BLOCK);
+#undef MS__TAKE
+  /* touched_bits is kept all-clear between calls (each call clears what it set) */
+  memset(w->touched_bits, 0, words * 4);
+  return w;
+}
+
+/* -- threshold selection -----------------------------------------------------
+   Finds the value t of v[0..n) (only values >= lo_floor and > 0 take part)
+   such that W(> t) < target <= W(>= t), where W sums the values themselves
+   (top-p mass) or counts them (count_mode, top-k). Never sorts the row:
+   a strided sample brackets t, one vectorised pass sums everything above
+   the bracket and gathers the few values inside it, and only those are
+   sorted. A bracket that misses (skewed rows) is widened; the last resort
+   gathers every value, which is always correct. */
+MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, int32_t n,
+                             int count_mode, float lo_floor, double target) {
+  float lo = lo_floor, hi = INFINITY;
+  int attempt;
+  if (n > 4 * MS__SAMPLE) {
+    /* estimate the boundary from a sample */
+    int32_t s = 0, i, j = 0;
+    double step = (double)n / MS__SAMPLE, cum = 0.0, scale = step;
+    for (i = 0; i < MS__SAMPLE; i++) {
+      float x = v[(int32_t)(i * step)];
+      if (x >= lo_floor && x > 0.0f) { w->sv[s] = x; w->si[s] = i; s++; }
+    }
+    ms__sort_desc(w->sv, w->si, s, w->sv + MS__SAMPLE, w->si + MS__SAMPLE);
+    for (j = 0; j < s; j++) {
+      cum += (count_mode ? 1.0 : (double)w->sv[j]) * scale;
+      if (cum >= target) break;
+    }
+    {
+      /* margin ~ 4 standard deviations of a binomial rank estimate */
+      int32_t d = 8 + (int32_t)(4.0 * sqrt((double)j + 1.0));
+      hi = j - d >= 0 ? w->sv[j - d] : INFINITY;
+      lo = j + d < s ? w->sv[j + d] : lo_floor;
+      if (lo < lo_floor) lo = lo_floor;
+    }
+  }
+  for (attempt = 0; attempt < 4; attempt++) {
+    double above = 0.0, wc = 0.0;
+    int32_t cap = attempt < 3 ? (n / 8 > 4096 ? n / 8 : (n < 4096 ? n : 4096)) : n;
+    int32_t c, i;
+    if (attempt == 3) { lo = lo_floor; hi = INFINITY; }
+    c = K->bracket(v, n, lo, hi, count_mode, &above, w->ci, w->cv, cap);
+    if (c < 0) { /* too many inside: the sample misled us; gather everything */
+      attempt = 2;
+      continue;
+    }
+    for (i = 0; i < c; i++) wc += count_mode ? 1.0 : (double)w->cv[i];
+    if (above >= target && hi != INFINITY) { lo = hi; hi = INFINITY; continue; }
+    if (above + wc < target && lo > lo_floor) { hi = lo; lo = lo_floor; continue; }
+    if (c == 0) return hi; /* degenerate: nothing inside (target rounding) */
+    ms__sort_desc(w->cv, w->ci, c, w->tv, w->ti);
+    {
+      double cum = above;
+      i = 0;
+      while (i < c) {
+        float val = w->cv[i];
+        double g = 0.0;
+        int32_t j = i;
+        while (j < c && w->cv[j] == val) { g += count_mode ? 1.0 : (double)val; j++; }
+        if (cum + g >= target) return val;
+        cum += g;
+        i = j;
+      }
+      return w->cv[c - 1]; /* rounding: the target lay a hair above the total */
+    }
+  }
+  return lo_floor;
+}
+
+/* Sorts ids ascending with their values: insertion sort for short lists,
+   LSD radix (8-bit digits, as many as the largest id needs) otherwise.
+   si/sv are scratch of n entries. */
+MS__PRIVATE void ms__sort_by_id_radix(int32_t *id, float *v, int32_t n, int32_t *si, float *sv) {
+  int32_t i, maxid = 0;
+  int shift;
+  int32_t *a = id, *b = si; float *av = v, *bv = sv;
+  if (n <= 64) { ms__sort_by_id(id, v, n); return; }
+  for (i = 0; i < n; i++) if (id[i] > maxid) maxid = id[i];
+  for (shift = 0; shift < 32 && (shift == 0 || (maxid >> shift) != 0); shift += 8) {
+    uint32_t cnt[257];
+    int32_t d;
+    memset(cnt, 0, sizeof cnt);
+    for (i = 0; i < n; i++) cnt[(((uint32_t)a[i] >> shift) & 0xffu) + 1]++;
+    for (d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+    for (i = 0; i < n; i++) { uint32_t o = cnt[((uint32_t)a[i] >> shift) & 0xffu]++; b[o] = a[i]; bv[o] = av[i]; }
+    { int32_t *t = a; a = b; b = t; }
+    { float *t = av; av = bv; bv = t; }
+  }
+  if (a != id) { memcpy(id, a, (size_t)n * 4); memcpy(v, av, (size_t)n * 4); }
+}

@@ -1,0 +1,39 @@
+/* ---- SIMD layer: AVX-512F ------------------------------------------------- */
+#if MS__HAVE_X86_SIMD && (defined(_MSC_VER) || (defined(__clang__) && __clang_major__ >= 8) || (!defined(__clang__) && __GNUC__ >= 7))
+#define MSV_ENABLED 1
+#define MS__HAVE_AVX512 1
+#else
+#define MSV_ENABLED 0
+#define MS__HAVE_AVX512 0
+#endif
+#define MSV_NAME "avx512"
+#define MSV_W 16
+#define MSV_FN(name) name##_avx512
+#if MS__GNU_TARGETS
+#define MSV_TARGET __attribute__((target("avx512f")))
+#else
+#define MSV_TARGET
+#endif
+#define msv_f __m512
+#define msv_m __mmask16
+#define MSV_LOAD(p) _mm512_loadu_ps(p)
+#define MSV_STORE(p, v) _mm512_storeu_ps((p), (v))
+#define MSV_SET1(x) _mm512_set1_ps(x)
+#define MSV_ADD(a, b) _mm512_add_ps(a, b)
+#define MSV_SUB(a, b) _mm512_sub_ps(a, b)
+#define MSV_MUL(a, b) _mm512_mul_ps(a, b)
+#define MSV_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define MSV_MAX(a, b) _mm512_max_ps(a, b)
+#define MSV_MIN(a, b) _mm512_min_ps(a, b)
+#define MSV_GE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ)
+#define MSV_GT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
+#define MSV_LE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
+#define MSV_UNORD(a, b) _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q)
+#define MSV_MAND(a, b) ((__mmask16)((a) & (b)))
+#define MSV_MOR(a, b) ((__mmask16)((a) | (b)))
+#define MSV_BITS(m) ((unsigned)(m))
+#define MSV_FROM_BITS(b) ((__mmask16)(b))
+#define MSV_SELZ(m, v) _mm512_maskz_mov_ps(m, v)
+#define MSV_POW2N(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
+#define MSV_HSUM(v) _mm512_reduce_add_ps(v)
+#define MSV_HMAX(v) _mm512_reduce_max_ps(v)

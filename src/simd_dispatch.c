@@ -1,0 +1,133 @@
+/* ---- implementation: SIMD kernels and their dispatch ---------------------- */
+/* The hot scans are written once (kernels.inc) against a small macro layer
+   (simd_*.h) and instantiated per instruction set with target attributes,
+   so a header compiled at plain -O2 still runs AVX-512 or AVX2 code where
+   the CPU has it. The choice is made once per sampler from CPUID. */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#  define MS__X86 1
+#else
+#  define MS__X86 0
+#endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+#  define MS__ARM64 1
+#else
+#  define MS__ARM64 0
+#endif
+#if (defined(__GNUC__) && !defined(__clang__) && (__GNUC__ >= 6)) || defined(__clang__)
+#  define MS__GNU_TARGETS 1
+#else
+#  define MS__GNU_TARGETS 0
+#endif
+#if !defined(MYSAMPLE_NO_SIMD) && MS__X86 && (MS__GNU_TARGETS || defined(_MSC_VER)) && (defined(__x86_64__) || defined(_M_X64) || defined(__SSE2__))
+#  define MS__HAVE_X86_SIMD 1
+#  include <immintrin.h>
+#  if defined(_MSC_VER)
+#    include <intrin.h>
+#  endif
+#else
+#  define MS__HAVE_X86_SIMD 0
+#endif
+#if !defined(MYSAMPLE_NO_SIMD) && MS__ARM64 && defined(__ARM_NEON)
+#  define MS__HAVE_NEON 1
+#  include <arm_neon.h>
+#else
+#  define MS__HAVE_NEON 0
+#endif
+
+/* Elements per block of the block sums the draw uses to find its token
+   without a second pass over the row. */
+#define MS__BLOCK 512
+
+/* Cephes-style expf: range reduction by ln 2 and a degree-5 polynomial,
+   about 1 ulp. The scalar twin of MSV_EXP, used for tails and small sets. */
+#define MS__EXP_LO (-87.3365f)
+#define MS__EXP_HI 88.3762f
+#define MS__EXP_P0 1.9875691500e-4f
+#define MS__EXP_P1 1.3981999507e-3f
+#define MS__EXP_P2 8.3334519073e-3f
+#define MS__EXP_P3 4.1665795894e-2f
+#define MS__EXP_P4 1.6666665459e-1f
+#define MS__EXP_P5 5.0000001201e-1f
+#define MS__LOG2E 1.44269504088896341f
+#define MS__LN2_HI 0.693359375f
+#define MS__LN2_LO (-2.12194440e-4f)
+MS__PRIVATE float ms__expf_core(float x) { /* x in [MS__EXP_LO, MS__EXP_HI] */
+  float n, r, p;
+  union { uint32_t u; float f; } s;
+  n = (x * MS__LOG2E + 12582912.0f) - 12582912.0f; /* round to nearest */
+  r = x - n * MS__LN2_HI;
+  r = r - n * MS__LN2_LO;
+  p = MS__EXP_P0;
+  p = p * r + MS__EXP_P1;
+  p = p * r + MS__EXP_P2;
+  p = p * r + MS__EXP_P3;
+  p = p * r + MS__EXP_P4;
+  p = p * r + MS__EXP_P5;
+  p = p * r * r + r + 1.0f;
+  s.u = (uint32_t)((int32_t)n + 127) << 23;
+  return p * s.f;
+}
+/* Below MS__EXP_LO the result is subnormal: compute exp(x + 32 ln 2) and
+   scale by 2^-32 so tiny probabilities stay non-zero exactly where float32
+   softmax (PyTorch) keeps them; below -104 it rounds to 0. */
+#define MS__EXP_SUB (-104.0f)
+#define MS__LN2_X32 22.18070977791825f
+#define MS__TWO_M32 2.3283064365386963e-10f
+MS__PRIVATE float ms__expf(float x) {
+  if (x >= MS__EXP_LO) return ms__expf_core(x > MS__EXP_HI ? MS__EXP_HI : x);
+  if (x >= MS__EXP_SUB) return ms__expf_core(x + MS__LN2_X32) * MS__TWO_M32;
+  return 0.0f; /* also -inf (masked) and NaN */
+}
+
+/* Heap-with-ties state for top-k scans (see impl_select.c). Declared here
+   because the kernels call ms__topk_push on the rare lanes that pass. */
+typedef struct ms__topk {
+  int32_t k, n;          /* capacity, entries in the heap */
+  float *hv; int32_t *hi;/* min-heap: hv[0] is the smallest kept value */
+  float *tv; int32_t *ti;/* ties: non-heap entries equal to hv[0] */
+  int32_t nt, tcap;
+  int32_t keep_ties;
+  int32_t overflow;      /* tie buffer ran out of room */
+  int32_t bad;           /* saw +inf */
+  float thr;             /* admission threshold for the scans */
+} ms__topk;
+MS__PRIVATE float ms__topk_push(ms__topk *t, float v, int32_t id);
+
+/* The kernel table: one set of function pointers per instruction set. */
+typedef struct ms__kernels {
+  const char *name;
+  /* threshold scan: lanes with x >= t->thr (enabled) go to ms__topk_push;
+     returns 1 if a NaN was seen */
+  int (*scan_topk)(const float *x, int32_t n, const uint32_t *enable, ms__topk *t);
+  /* sum of exp((x - m) * s) over enabled lanes; writes e when out != NULL
+     (0 for disabled lanes), per-MS__BLOCK sums when blocks != NULL */
+  double (*exp_sum)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, float *blocks);
+  /* ids (and values) of enabled lanes with x >= cut; returns the count,
+     or -1 when more than cap */
+  int32_t (*compact_ge)(const float *x, int32_t n, const uint32_t *enable, float cut, int32_t *ids, float *vals, int32_t cap);
+  /* weight of v > hi into *above (the values, or their count in
+     count_mode) and the lanes with lo <= v <= hi and v > 0; -1 past cap */
+  int32_t (*bracket)(const float *v, int32_t n, float lo, float hi, int count_mode, double *above, int32_t *ids, float *vals, int32_t cap);
+  /* per-block sums of v over lanes with v >= t */
+  double (*block_sums_ge)(const float *v, int32_t n, float t, float *blocks);
+  /* number of enabled lanes with x > v */
+  int32_t (*count_gt)(const float *x, int32_t n, const uint32_t *enable, float v);
+  /* the benchmark floors: a plain max pass and max + sum of exp */
+  float (*floor_max)(const float *x, int32_t n);
+  double (*floor_softmax)(const float *x, int32_t n);
+} ms__kernels;
+
+MS__PRIVATE MS__UNUSED uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
+  /* i is a multiple of w and w divides 32, so the lanes sit in one word */
+  uint32_t word = enable[i >> 5] >> (i & 31);
+  return w == 32 ? word : (word & ((1u << w) - 1u));
+}
+#define MS__ENABLED(enable, i) (!(enable) || (((enable)[(i) >> 5] >> ((i) & 31)) & 1u))
+
+#if defined(_MSC_VER) && !defined(__clang__)
+MS__PRIVATE int ms__ctz(unsigned v) { unsigned long i; _BitScanForward(&i, v); return (int)i; }
+MS__PRIVATE int ms__popcount(unsigned v) { v = v - ((v >> 1) & 0x55555555u); v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u); return (int)((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24); }
+#else
+#define ms__ctz(v) __builtin_ctz(v)
+#define ms__popcount(v) __builtin_popcount(v)
+#endif

@@ -1,0 +1,228 @@
+/* Core sampler tests: RNG, every pipeline path against the naive
+   sort-based reference (tools/naive.h) on every SIMD path, error codes,
+   validation messages, logprobs, batches and threads. */
+#define _POSIX_C_SOURCE 200112L
+#define MYSAMPLE_IMPLEMENTATION
+#include "mysample.h"
+#include "testlib.h"
+#include "../tools/naive.h"
+#include <stdlib.h>
+
+static uint64_t rng_state = 0x12345678abcdefull;
+static uint32_t rnd(void) { rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull; return (uint32_t)(rng_state >> 33); }
+static double rndu(void) { return (rnd() + 0.5) / 2147483648.0; }
+static float rndn(void) { double u = rndu(), v = rndu(); return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); }
+
+static const char *simd_paths[] = { "scalar", "sse2", "avx2", "avx512" };
+
+static ms_sampler *make_sampler(const char *simd, int32_t max_vocab) {
+  ms_sampler_desc d; ms_sampler *s = NULL;
+  memset(&d, 0, sizeof d); d.max_vocab = max_vocab;
+  setenv("MYSAMPLE_SIMD", simd, 1);
+  if (ms_sampler_create(&s, &d) != MS_OK) return NULL;
+  unsetenv("MYSAMPLE_SIMD");
+  return s;
+}
+
+TEST(test_philox_known_answers) {
+  /* Random123's published known-answer vectors for philox4x32-10 */
+  uint32_t c0[4] = {0, 0, 0, 0}, k0[2] = {0, 0}, o[4];
+  uint32_t c1[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, k1[2] = {0xffffffffu, 0xffffffffu};
+  uint32_t c2[4] = {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, k2[2] = {0xa4093822u, 0x299f31d0u};
+  ms_philox4x32(c0, k0, o);
+  CHECK(o[0] == 0x6627e8d5u && o[1] == 0xe169c58du && o[2] == 0xbc57ac4cu && o[3] == 0x9b00dbd8u);
+  ms_philox4x32(c1, k1, o);
+  CHECK(o[0] == 0x408f276du && o[1] == 0x41c83b0eu && o[2] == 0xa20bc7c6u && o[3] == 0x6d5451fdu);
+  ms_philox4x32(c2, k2, o);
+  CHECK(o[0] == 0xd16cfe09u && o[1] == 0x94fdccebu && o[2] == 0x5001e420u && o[3] == 0x24126ea1u);
+}
+
+TEST(test_uniform_range_and_independence) {
+  int i, same = 0;
+  double sum = 0;
+  for (i = 0; i < 100000; i++) {
+    double u = ms_uniform(7, (uint64_t)i, MS_PURPOSE_DRAW);
+    CHECK(u >= 0.0 && u < 1.0);
+    sum += u;
+    if (u == ms_uniform(8, (uint64_t)i, MS_PURPOSE_DRAW)) same++;
+  }
+  CHECK_NEAR(sum / 100000, 0.5, 0.005);
+  CHECK(same == 0);
+  CHECK(ms_uniform(1, 2, 0) == ms_uniform(1, 2, 0));
+  CHECK(ms_uniform(1, 2, 0) != ms_uniform(1, 2, 1));
+  CHECK(ms_fresh_seed(1) != ms_fresh_seed(2));
+}
+
+TEST(test_result_strings_and_version) {
+  CHECK(strcmp(ms_result_str(MS_OK), "ok") == 0);
+  CHECK(strstr(ms_result_str(MS_ERR_NAN_LOGIT), "NaN") != NULL);
+  CHECK(strcmp(ms_result_str((ms_result)999), "unknown result code") == 0);
+  CHECK(strcmp(ms_version(), MYSAMPLE_VERSION_STRING) == 0);
+  CHECK(ms_profile_from_name("hf") == MS_PROFILE_HF);
+  CHECK(ms_profile_from_name("nope") == -1);
+}
+
+/* One random case: fills x and params (arrays live in the case struct). */
+typedef struct tcase {
+  int V;
+  float *x;
+  ms_params p;
+  int prompt[64], n_prompt, output[64], n_output;
+  ms_bias bias[8]; int32_t allowed[64], banned[8], stops[4];
+  uint32_t bitmask[4096];
+} tcase;
+
+static void make_case(tcase *c, int V, int profile, int kind) {
+  int i;
+  float sigma = (rnd() % 2) ? 1.0f : 3.0f;
+  c->V = V;
+  for (i = 0; i < V; i++) c->x[i] = rndn() * sigma;
+  if (rnd() % 8 == 0) for (i = 0; i < V / 10; i++) c->x[rnd() % V] = -INFINITY;
+  c->p = ms_params_default();
+  c->p.profile = (ms_profile)profile;
+  c->p.temperature = (float[]){0.0f, 0.005f, 0.5f, 0.7f, 1.0f, 1.5f}[rnd() % 6];
+  if (profile == MS_PROFILE_HF && c->p.temperature == 0.005f) c->p.temperature = 0.05f;
+  switch (kind % 6) {
+    case 0: break;                                         /* temperature only */
+    case 1: c->p.top_k = (int32_t[]){1, 5, 40, 50, 2000}[rnd() % 5]; break;
+    case 2: c->p.top_p = (float[]){0.1f, 0.5f, 0.9f, 0.95f}[rnd() % 4]; break;
+    case 3: c->p.min_p = (float[]){0.05f, 0.3f}[rnd() % 2]; break;
+    case 4: c->p.top_k = 50; c->p.top_p = 0.95f; c->p.min_p = 0.05f; break;
+    case 5: c->p.top_p = 0.9f; c->p.min_p = 0.02f; c->p.top_k = (rnd() % 2) ? 3000 : 0; break;
+  }
+  c->n_prompt = 0; c->n_output = 0;
+  if (rnd() % 2) {
+    c->n_prompt = (int)(rnd() % 20); c->n_output = (int)(rnd() % 40);
+    for (i = 0; i < c->n_prompt; i++) c->prompt[i] = (int)(rnd() % (unsigned)V);
+    for (i = 0; i < c->n_output; i++) c->output[i] = (int)(rnd() % (unsigned)(V < 50 ? V : 50));
+    c->p.repetition_penalty = (float[]){1.0f, 1.3f, 0.8f}[rnd() % 3];
+    if (profile == MS_PROFILE_VLLM) {
+      c->p.frequency_penalty = (float[]){0.0f, 0.5f, -0.5f, 2.0f}[rnd() % 4];
+      c->p.presence_penalty = (float[]){0.0f, 0.5f, -0.5f}[rnd() % 3];
+    }
+  }
+  if (rnd() % 3 == 0) {
+    c->p.n_logit_bias = 1 + (int)(rnd() % 8);
+    for (i = 0; i < c->p.n_logit_bias; i++) { c->bias[i].token = (int32_t)(rnd() % (unsigned)V); c->bias[i].bias = (float)((int)(rnd() % 400) - 200) / 4.0f; }
+    c->p.logit_bias = c->bias;
+  }
+  if (rnd() % 5 == 0) {
+    c->p.n_allowed_ids = 1 + (int)(rnd() % 64);
+    for (i = 0; i < c->p.n_allowed_ids; i++) c->allowed[i] = (int32_t)(rnd() % (unsigned)V);
+    c->p.allowed_ids = c->allowed;
+  }
+  if (rnd() % 4 == 0) {
+    c->p.n_banned_ids = 1 + (int)(rnd() % 8);
+    for (i = 0; i < c->p.n_banned_ids; i++) c->banned[i] = (int32_t)(rnd() % (unsigned)V);
+    c->p.banned_ids = c->banned;
+  }
+  if (rnd() % 5 == 0 && V <= 4096 * 32) {
+    for (i = 0; i < (V + 31) / 32; i++) c->bitmask[i] = rnd() | rnd() | 1u;
+    c->p.token_bitmask = c->bitmask;
+  }
+  if (rnd() % 4 == 0) {
+    c->p.min_tokens = (int32_t)(rnd() % 50);
+    c->p.eos_token_id = (int32_t)(rnd() % (unsigned)V);
+    c->stops[0] = (int32_t)(rnd() % (unsigned)V); c->stops[1] = (int32_t)(rnd() % (unsigned)V);
+    c->p.stop_token_ids = c->stops; c->p.n_stop_token_ids = 2;
+  }
+}
+
+static ms_seq *case_seq(const tcase *c) {
+  ms_seq *q = NULL;
+  int i;
+  if (ms_seq_create(&q, 256) != MS_OK) return NULL;
+  ms_seq_reset(q, c->prompt, c->n_prompt, c->V, &c->p, 1);
+  for (i = 0; i < c->n_output; i++) ms_seq_accept(q, c->output[i]);
+  return q;
+}
+
+static int compare_probs(const float *a, const float *b, int V, double tol, int verbose) {
+  int i, bad = 0;
+  for (i = 0; i < V; i++) {
+    /* the support must match, except for the last few subnormal steps
+       where float rounding of exp and of the division decides */
+    int support_differs = (a[i] > 0) != (b[i] > 0) && (a[i] > 1e-44f || b[i] > 1e-44f);
+    if (support_differs || fabs((double)a[i] - (double)b[i]) > tol) {
+      if (verbose && bad < 3) printf("    id %d: got %.9g want %.9g\n", i, (double)a[i], (double)b[i]);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* A case is borderline when a float rounding could flip the support:
+   rerun the reference with slightly shifted cut-offs and skip if the
+   support moves. */
+static int borderline(tcase *c, const float *want) {
+  ms_params save = c->p;
+  float *alt = (float *)malloc(sizeof(float) * (size_t)c->V);
+  int flip = 0, d;
+  for (d = -1; d <= 1; d += 2) {
+    c->p.top_p = save.top_p < 1.0f ? save.top_p * (1.0f + d * 2e-5f) : save.top_p;
+    c->p.min_p = save.min_p * (1.0f + d * 2e-5f);
+    if (c->p.top_p > 1.0f) c->p.top_p = 1.0f;
+    naive_probs(c->x, c->V, &c->p, c->prompt, c->n_prompt, c->output, c->n_output, alt);
+    if (compare_probs(alt, want, c->V, 1.0, 0)) flip = 1;
+  }
+  c->p = save;
+  free(alt);
+  return flip;
+}
+
+static void run_against_naive(int profile) {
+  static const int vocabs[] = {1, 2, 7, 33, 100, 1000, 5000, 40000};
+  int path, iter;
+  tcase c;
+  float *got = (float *)malloc(sizeof(float) * 40000), *want = (float *)malloc(sizeof(float) * 40000);
+  c.x = (float *)malloc(sizeof(float) * 40000);
+  for (path = 0; path < 4; path++) {
+    ms_sampler *s = make_sampler(simd_paths[path], 40000);
+    int fails = 0, skipped = 0, n = 0;
+    CHECK(s != NULL);
+    if (!s) continue;
+    for (iter = 0; iter < 600; iter++) {
+      int V = vocabs[iter % 8];
+      ms_seq *q;
+      int rc_ref;
+      ms_result rc;
+      make_case(&c, V, profile, (int)(rnd() % 6));
+      q = case_seq(&c);
+      rc_ref = naive_probs(c.x, V, &c.p, c.prompt, c.n_prompt, c.output, c.n_output, want);
+      rc = ms_probs(s, c.x, V, &c.p, q, got);
+      if (rc_ref != 0) { CHECK_MSG(rc == MS_ERR_ALL_MASKED, "rc %d", (int)rc); ms_seq_destroy(q); continue; }
+      if (borderline(&c, want)) { skipped++; ms_seq_destroy(q); continue; }
+      n++;
+      CHECK_MSG(rc == MS_OK, "rc %d (%s)", (int)rc, ms_result_str(rc));
+      if (rc == MS_OK && compare_probs(got, want, V, 1e-5, fails < 3)) {
+        if (fails < 3) printf("    case %d: %s V=%d T=%g k=%d p=%g minp=%g rep=%g freq=%g pres=%g bias=%d allowed=%d banned=%d mask=%d mintok=%d\n",
+                              iter, simd_paths[path], V, (double)c.p.temperature, c.p.top_k, (double)c.p.top_p, (double)c.p.min_p,
+                              (double)c.p.repetition_penalty, (double)c.p.frequency_penalty, (double)c.p.presence_penalty,
+                              c.p.n_logit_bias, c.p.n_allowed_ids, c.p.n_banned_ids, c.p.token_bitmask != NULL, c.p.min_tokens);
+        fails++;
+      }
+      if (rc == MS_OK) {
+        /* the sampled token must lie in the support */
+        ms_output out; memset(&out, 0, sizeof out);
+        CHECK(ms_sample(s, c.x, V, &c.p, q, &out) == MS_OK);
+        CHECK(out.token >= 0 && out.token < V && want[out.token] > 0);
+      }
+      ms_seq_destroy(q);
+    }
+    CHECK_MSG(fails == 0, "%s: %d of %d cases differ (%d borderline skipped)", simd_paths[path], fails, n, skipped);
+    ms_sampler_destroy(s);
+  }
+  free(got); free(want); free(c.x);
+}
+
+TEST(test_vllm_profile_matches_reference) { run_against_naive(MS_PROFILE_VLLM); }
+TEST(test_hf_profile_matches_reference) { run_against_naive(MS_PROFILE_HF); }
+
+int main(void) {
+  RUN(test_philox_known_answers);
+  RUN(test_uniform_range_and_independence);
+  RUN(test_result_strings_and_version);
+  RUN(test_vllm_profile_matches_reference);
+  RUN(test_hf_profile_matches_reference);
+  return t_done();
+}

@@ -1,0 +1,118 @@
+/* A straightforward, sort-based statement of the sampling semantics: the
+   reference the tests compare mysample with, and the "naive" baseline of
+   the benchmark. Written for clarity, not speed: full copies, full sorts,
+   softmax in double. Needs mysample.h (for ms_params) and <stdlib.h>. */
+#ifndef MS_NAIVE_H
+#define MS_NAIVE_H
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+typedef struct naive_pair { double v; int id; } naive_pair;
+
+static int naive_cmp_desc(const void *a, const void *b) {
+  const naive_pair *x = (const naive_pair *)a, *y = (const naive_pair *)b;
+  if (x->v > y->v) return -1;
+  if (x->v < y->v) return 1;
+  return x->id - y->id;
+}
+
+/* Softmax of l into p (double), -inf gives 0. */
+static void naive_softmax(const double *l, int V, double *p) {
+  double m = -INFINITY, z = 0.0;
+  int i;
+  for (i = 0; i < V; i++) if (l[i] > m) m = l[i];
+  for (i = 0; i < V; i++) { p[i] = l[i] == -INFINITY ? 0.0 : exp(l[i] - m); z += p[i]; }
+  for (i = 0; i < V; i++) p[i] /= z;
+}
+
+/* Final distribution of one row. prompt/output are the sequence so far.
+   Returns 0, or -1 when every token is masked. probs gets V floats. */
+static int naive_probs(const float *x, int V, const ms_params *p, const int *prompt, int n_prompt,
+                       const int *output, int n_output, float *probs) {
+  double *l = (double *)malloc(sizeof(double) * (size_t)V);
+  double *q = (double *)malloc(sizeof(double) * (size_t)V);
+  naive_pair *s = (naive_pair *)malloc(sizeof(naive_pair) * (size_t)V);
+  int *count = (int *)calloc((size_t)V, sizeof(int));
+  char *inprompt = (char *)calloc((size_t)V, 1);
+  int i, j, hf = p->profile == MS_PROFILE_HF, stage, rc = 0;
+  double T;
+  for (i = 0; i < V; i++) l[i] = x[i];
+  for (i = 0; i < n_prompt; i++) inprompt[prompt[i]] = 1;
+  for (i = 0; i < n_output; i++) count[output[i]]++;
+  for (stage = 0; stage < 4; stage++) {
+    /* vLLM: mask, min_tokens, bias, penalties; HF: bias, penalties, min_tokens, mask */
+    int what = hf ? (stage == 0 ? 2 : stage == 1 ? 3 : stage == 2 ? 1 : 0) : stage;
+    if (what == 0) {
+      if (p->allowed_ids) {
+        char *ok = (char *)calloc((size_t)V, 1);
+        for (i = 0; i < p->n_allowed_ids; i++) ok[p->allowed_ids[i]] = 1;
+        for (i = 0; i < V; i++) if (!ok[i]) l[i] = -INFINITY;
+        free(ok);
+      }
+      if (p->token_bitmask) for (i = 0; i < V; i++) if (!((p->token_bitmask[i / 32] >> (i % 32)) & 1u)) l[i] = -INFINITY;
+      for (i = 0; i < p->n_banned_ids; i++) l[p->banned_ids[i]] = -INFINITY;
+    } else if (what == 1) {
+      if (n_output < p->min_tokens) {
+        if (p->eos_token_id >= 0) l[p->eos_token_id] = -INFINITY;
+        for (i = 0; i < p->n_stop_token_ids; i++) l[p->stop_token_ids[i]] = -INFINITY;
+      }
+    } else if (what == 2) {
+      for (i = 0; i < p->n_logit_bias; i++) {
+        double b = p->logit_bias[i].bias;
+        if (!hf) { if (b > 100) b = 100; if (b < -100) b = -100; }
+        l[p->logit_bias[i].token] = (float)(l[p->logit_bias[i].token] + b);
+      }
+    } else {
+      for (i = 0; i < V; i++) {
+        if (p->repetition_penalty != 1.0f && (inprompt[i] || count[i] > 0))
+          l[i] = l[i] > 0 ? (float)(l[i] / p->repetition_penalty) : (float)(l[i] * p->repetition_penalty);
+        if (count[i] > 0) l[i] = (float)((float)(l[i] - (double)p->frequency_penalty * count[i]) - p->presence_penalty);
+      }
+    }
+  }
+  for (i = 0; i < V; i++) if (l[i] > -INFINITY) break;
+  if (i == V) { rc = -1; goto out; }
+  if (!(p->temperature >= (hf ? 1e-30f : 1e-5f))) {
+    int best = 0;
+    for (i = 1; i < V; i++) if (l[i] > l[best]) best = i;
+    for (i = 0; i < V; i++) probs[i] = i == best ? 1.0f : 0.0f;
+    goto out;
+  }
+  T = p->temperature;
+  if (!hf && T < 0.01) T = 0.01;
+  for (i = 0; i < V; i++) l[i] /= T;
+  for (stage = 0; stage < 3; stage++) {
+    /* vLLM: min_p, top_k, top_p; HF: top_k, top_p, min_p */
+    int what = hf ? (stage == 0 ? 1 : stage == 1 ? 2 : 0) : stage;
+    if (what == 0 && p->min_p > 0) {
+      double mx = 0;
+      naive_softmax(l, V, q);
+      for (i = 0; i < V; i++) if (q[i] > mx) mx = q[i];
+      for (i = 0; i < V; i++) if (q[i] < p->min_p * mx) l[i] = -INFINITY;
+    } else if (what == 1 && p->top_k > 0 && p->top_k < V) {
+      for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
+      qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
+      for (i = 0; i < V; i++) if (l[i] < s[p->top_k - 1].v) l[i] = -INFINITY;
+    } else if (what == 2 && p->top_p < 1.0f) {
+      double above = 0;
+      naive_softmax(l, V, q);
+      for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
+      qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
+      for (i = 0; i < V; ) {
+        double g = 0;
+        int keep = i == 0 || above < p->top_p;
+        for (j = i; j < V && s[j].v == s[i].v; j++) g += q[s[j].id];
+        if (!keep) for (; i < j; i++) l[s[i].id] = -INFINITY;
+        above += g;
+        i = j;
+      }
+    }
+  }
+  naive_softmax(l, V, q);
+  for (i = 0; i < V; i++) probs[i] = (float)q[i];
+out:
+  free(l); free(q); free(s); free(count); free(inprompt);
+  return rc;
+}
+#endif
