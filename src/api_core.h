@@ -251,6 +251,11 @@ MSDEF void ms_sampler_destroy(ms_sampler *sampler);
    "scalar" (chosen once at init from a CPU feature check). */
 MSDEF const char *ms_sampler_simd(const ms_sampler *sampler);
 
+/* The benchmark floors, with the widest kernels of this CPU: one max pass
+   over x (softmax = 0), or a max pass plus a sum of exp (softmax = 1).
+   Returns the max, or the sum. For tools/benchmarks; thread safety: pure. */
+MSDEF double ms_floor_pass(const ms_sampler *sampler, const float *x, int32_t n, int softmax);
+
 typedef struct ms_logprob {
   int32_t token;
   float logprob;   /* -inf where masked (writers print -9999.0) */

@@ -214,6 +214,11 @@ MSDEF void ms_sampler_destroy(ms_sampler *s) {
 
 MSDEF const char *ms_sampler_simd(const ms_sampler *s) { return s ? s->K->name : "none"; }
 
+MSDEF double ms_floor_pass(const ms_sampler *s, const float *x, int32_t n, int softmax) {
+  if (!s || !x || n < 1) return 0.0;
+  return softmax ? s->K->floor_softmax(x, n) : (double)s->K->floor_max(x, n);
+}
+
 /* Checks everything a row needs before any work; NULL msg is fine. */
 MS__PRIVATE ms_result ms__row_check(const ms_sampler *s, const float *logits, int32_t V,
                                     const ms_params *p, const ms_seq *seq) {

@@ -53,7 +53,7 @@ MS__PRIVATE void ms__w_put_slow(ms__w *w, const char *s, size_t n) {
   }
 }
 
-MS__PRIVATE void ms__w_put(ms__w *w, const char *s, size_t n) {
+static inline void ms__w_put(ms__w *w, const char *s, size_t n) {
   if (MS__LIKELY((size_t)(w->end - w->p) >= n)) { memcpy(w->p, s, n); w->p += n; return; }
   ms__w_put_slow(w, s, n);
 }
@@ -61,7 +61,7 @@ MS__PRIVATE void ms__w_put(ms__w *w, const char *s, size_t n) {
 
 /* A pointer with n writable bytes, or NULL (then write to a temporary and
    ms__w_put it). */
-MS__PRIVATE char *ms__w_reserve(ms__w *w, size_t n) {
+static inline char *ms__w_reserve(ms__w *w, size_t n) {
   if (MS__LIKELY((size_t)(w->end - w->p) >= n)) return w->p;
   if (w->fn) { ms__w_flush(w); if ((size_t)(w->end - w->p) >= n) return w->p; }
   return NULL;
@@ -259,45 +259,58 @@ static const double ms__p10[23] = {
   1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
 };
-/* x * 10^s with at most two roundings (s in [-60, 60]). */
-MS__PRIVATE double ms__scale10(double x, int s) {
-  while (s > 22) { x *= 1e22; s -= 22; }
-  while (s < -22) { x /= 1e22; s += 22; }
-  return s >= 0 ? x * ms__p10[s] : x / ms__p10[-s];
+/* 10^k as a double for k in [-70, 70]: exact for 0 <= k <= 22, else within
+   a few ulps (the callers' margins allow for that). */
+MS__PRIVATE double ms__pow10(int k) {
+  double r = 1.0;
+  if (k >= 0) { while (k > 22) { r *= 1e22; k -= 22; } return r * ms__p10[k]; }
+  k = -k;
+  while (k > 22) { r /= 1e22; k -= 22; }
+  return r / ms__p10[k];
+}
+/* 2^e as a double (e in the normal double range), built from its bits. */
+MS__PRIVATE double ms__pow2(int e) {
+  uint64_t b = (uint64_t)(e + 1023) << 52;
+  double d;
+  memcpy(&d, &b, 8);
+  return d;
 }
 
 /* The rounding interval of a float m * 2^e: [lo, hi] = [(2m - 1 or 4m - 1
-   at a binade edge) * 2^f_lo, (2m + 1) * 2^f_hi], ends included when m is
-   even (round half to even). */
+   at a binade edge) * 2^flo, (2m + 1) * 2^fhi], ends included when m is
+   even (round half to even). All exact in double. */
 typedef struct ms__fint {
   double x, lo, hi;
   uint64_t nlo, nhi; int flo, fhi;
   int incl;
 } ms__fint;
 
-/* Is d * 10^s inside the interval? Double arithmetic decides unless the
-   value is within a few ulps of an end; then the exact comparison does. */
-MS__PRIVATE int ms__in_interval(const ms__fint *I, uint64_t d, int s) {
-  double c = ms__scale10((double)d, s);
-  double margin = c * 1e-14;
-  int clo, chi;
-  if (c - I->lo > margin) clo = 1;
-  else if (I->lo - c > margin) clo = -1;
-  else clo = ms__cmp_dec_bin(d, s, I->nlo, I->flo);
-  if (clo < 0 || (clo == 0 && !I->incl)) return 0;
-  if (I->hi - c > margin) chi = -1;
-  else if (c - I->hi > margin) chi = 1;
-  else chi = ms__cmp_dec_bin(d, s, I->nhi, I->fhi);
-  return chi < 0 || (chi == 0 && I->incl);
+/* Which side of an interval end e (= N * 2^f) the integer d lies on at
+   resolution 10^s, where dq, eq are d and e scaled by 10^-s in double:
+   double decides unless they are within a relative 1e-13; then the exact
+   big-integer comparison does. */
+MS__PRIVATE int ms__side(double dq, double eq, uint64_t d, int s, uint64_t N, int f) {
+  double margin = dq * 1e-13;
+  if (dq - eq > margin) return 1;
+  if (eq - dq > margin) return -1;
+  return ms__cmp_dec_bin(d, s, N, f);
 }
 
 /* The candidate at resolution 10^s: the multiple of 10^s in the interval
-   that is nearest to x (ties to even), or 0 when there is none. */
+   nearest to x (ties to even), or 0 when there is none. */
 MS__PRIVATE int ms__cand(const ms__fint *I, int s, uint64_t *out) {
-  double q = ms__scale10(I->x, -s);
+  double sc = ms__pow10(-s);
+  double q = I->x * sc, lq = I->lo * sc, hq = I->hi * sc;
   uint64_t f = (uint64_t)q, c = f + 1;
-  int inf = f > 0 && ms__in_interval(I, f, s);
-  int inc = ms__in_interval(I, c, s);
+  int inf = 0, inc = 0, k;
+  if (f > 0) {
+    k = ms__side((double)f, lq, f, s, I->nlo, I->flo);
+    inf = k > 0 || (k == 0 && I->incl);
+    if (inf) { k = ms__side((double)f, hq, f, s, I->nhi, I->fhi); inf = k < 0 || (k == 0 && I->incl); }
+  }
+  k = ms__side((double)c, hq, c, s, I->nhi, I->fhi);
+  inc = k < 0 || (k == 0 && I->incl);
+  if (inc) { k = ms__side((double)c, lq, c, s, I->nlo, I->flo); inc = k > 0 || (k == 0 && I->incl); }
   if (inf && inc) {
     double df = q - (double)f, dc = (double)c - q;
     *out = df < dc ? f : dc < df ? c : ((f & 1) ? c : f);
@@ -309,7 +322,7 @@ MS__PRIVATE int ms__cand(const ms__fint *I, int s, uint64_t *out) {
 
 MSDEF size_t ms_json_float(char buf[24], float v) {
   uint32_t bits, mant;
-  int exp, e, E, lo_s, hi_s, nd, X, i;
+  int exp, e, E, lo_s, nd, X, i;
   uint64_t m, d = 0;
   ms__fint I;
   char dig[24], *o = buf;
@@ -325,29 +338,39 @@ MSDEF size_t ms_json_float(char buf[24], float v) {
   if (bits >> 31) *o++ = '-';
   if (exp == 0 && mant == 0) { memcpy(o, "0.0", 4); return (size_t)(o - buf) + 3; }
   if (exp == 0) { m = mant; e = -149; } else { m = mant | 0x800000u; e = exp - 150; }
-  I.x = ldexp((double)m, e);
+  I.x = (double)m * ms__pow2(e);
   I.incl = (m & 1) == 0;
   I.nhi = 2 * m + 1; I.fhi = e - 1;
   if (mant == 0 && exp > 1) { I.nlo = 4 * m - 1; I.flo = e - 2; }
   else { I.nlo = 2 * m - 1; I.flo = e - 1; }
-  I.lo = ldexp((double)I.nlo, I.flo);
-  I.hi = ldexp((double)I.nhi, I.fhi);
+  I.lo = (double)I.nlo * ms__pow2(I.flo);
+  I.hi = (double)I.nhi * ms__pow2(I.fhi);
   /* Decimal exponent estimate from the binary one (may be one too low). */
   {
-    int k = e, t = (int)m;
-    while (t > 1) { t >>= 1; k++; }
-    E = (int)floor(k * 0.30102999566398120);
+    int k = e + 23;                       /* floor(log2(x)) for normal floats */
+    if (exp == 0) { int t = (int)m; k = e; while (t > 1) { t >>= 1; k++; } }
+    E = (k * 78913) >> 18;                /* floor(k * log10(2)) for |k| < 1650; >> of a
+                                             negative value is arithmetic on every target
+                                             we build for, but keep it portable: */
+    if (k < 0) E = -(((-k) * 78913 + (1 << 18) - 1) >> 18);
   }
-  /* Coarsest resolution 10^s with a multiple of it in the interval. A
-     multiple of 10^(s+1) is one of 10^s too, so "works" is monotone in s
-     and a binary search finds it; 10^(E-9) always works (>= 9 digits). */
-  lo_s = E - 9; hi_s = E + 2;
-  if (!ms__cand(&I, lo_s, &d)) { lo_s--; ms__cand(&I, lo_s, &d); }  /* cannot happen; defensive */
-  while (hi_s - lo_s > 1) {
-    int mid = lo_s + (hi_s - lo_s) / 2;
-    uint64_t dm;
-    if (ms__cand(&I, mid, &dm)) { lo_s = mid; d = dm; } else hi_s = mid;
-  }
+  /* Find the coarsest resolution 10^s with a multiple of it in the
+     interval. A multiple of 10^(s+1) is one of 10^s too, so "works" is
+     monotone in s; 10^(E-9) always works (>= 10 digits). Random floats
+     need 7 to 9 digits, so look there first, then search upwards. */
+  if (ms__cand(&I, E - 6, &d)) {
+    /* Coarser: strip zeros, then step up while a coarser multiple works
+       (rarely more than one step: the interval is ~1e-7 wide). */
+    lo_s = E - 6;
+    for (;;) {
+      uint64_t dm;
+      while (d % 10 == 0) { d /= 10; lo_s++; }
+      if (lo_s + 1 > E + 1 || !ms__cand(&I, lo_s + 1, &dm)) break;
+      d = dm; lo_s++;
+    }
+  } else if (ms__cand(&I, E - 7, &d)) lo_s = E - 7;
+  else if (ms__cand(&I, E - 8, &d)) lo_s = E - 8;
+  else { lo_s = E - 9; if (!ms__cand(&I, lo_s, &d)) { lo_s = E - 10; ms__cand(&I, lo_s, &d); } }
   /* Digits, without trailing zeros. */
   while (d && d % 10 == 0) { d /= 10; lo_s++; }
   nd = 0;

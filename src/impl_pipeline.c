@@ -195,6 +195,7 @@ typedef struct ms__kept {
   double mass;       /* sum of kept weights */
   float m, s;        /* max logit and 1/T: weight = exp((l - m) * s) */
   int materialized;  /* full row: ws->e holds the weights */
+  int blocks_ready;  /* full row: ws->blocks holds the kept block sums */
 } ms__kept;
 
 /* Applies the profile's filters to a sorted candidate list with weights
@@ -266,7 +267,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     c = 0;
     for (i = 0; i < t.n; i++) { w->cv[c] = t.hv[i]; w->ci[c] = t.hi[i]; c++; }
     for (i = 0; i < t.nt; i++) if (t.tv[i] == t.hv[0]) { w->cv[c] = t.tv[i]; w->ci[c] = t.ti[i]; c++; }
-    ms__sort_desc(w->cv, w->ci, c, w->tv, w->ti);
+    ms__sort_desc(w, w->cv, w->ci, c);
     k->m = w->cv[0];
     R->m = k->m; R->argmax = w->ci[0];
     ms__filter_list(R, k, w->cv, w->e, c);
@@ -296,7 +297,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     }
     c = j;
     if (c <= 8192 || (!k_on && p->top_p >= 1.0f)) {
-      ms__sort_desc(w->cv, w->ci, c, w->tv, w->ti);
+      ms__sort_desc(w, w->cv, w->ci, c);
       ms__filter_list(R, k, w->cv, w->e, c);
       return MS_OK;
     }
@@ -306,33 +307,38 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     /* full-row path: weights of the whole row, thresholds by selection */
     double z = ms__row_exp_sum(R, k->m, k->s, w->e, NULL);
     float t = 1.40129846e-45f; /* the smallest subnormal: keep every non-zero weight */
-    (void)z;
+    double kept = z;       /* W(>= t), valid while kept_known */
+    int kept_known = 1;
     k->materialized = 1;
     for (f = 0; f < MS__F_COUNT_; f++) {
       switch (R->r->filters[f]) {
         case MS__F_MIN_P:
-          if (p->min_p > 0.0f && p->min_p > t) t = p->min_p;
+          if (p->min_p > 0.0f && p->min_p > t) { t = p->min_p; kept_known = 0; }
           break;
         case MS__F_TOP_K:
           if (k_on) {
-            float tk = ms__select(w, R->K, w->e, V, 1, t, (double)p->top_k);
-            if (tk > t) t = tk;
+            double cnt;
+            float tk = ms__select(w, R->K, w->e, V, 1, t, (double)p->top_k, 0.0, &cnt);
+            if (tk > t) { t = tk; kept_known = 0; }
           }
           break;
         case MS__F_TOP_P:
           if (p->top_p < 1.0f) {
-            double mass = R->K->block_sums_ge(w->e, V, t, w->blocks);
-            float tp = ms__select(w, R->K, w->e, V, 0, t, (double)p->top_p * mass);
-            if (tp > t) t = tp;
+            double mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
+            double km;
+            float tp = ms__select(w, R->K, w->e, V, 0, t, (double)p->top_p * mass, mass, &km);
+            if (tp > t) { t = tp; kept = km; } else kept = mass;
+            kept_known = 1;
           }
           break;
         default: break;
       }
     }
-    if (t > 1.0f) t = 1.0f; /* the max (weight 1) always stays */
+    if (t > 1.0f) { t = 1.0f; kept_known = 0; } /* the max (weight 1) always stays */
     k->list = 0;
     k->t = t;
-    k->mass = R->K->block_sums_ge(w->e, V, t, w->blocks);
+    k->mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
+    k->blocks_ready = 0;
   }
   return MS_OK;
 }
@@ -362,8 +368,13 @@ MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
   }
   {
     int32_t nb = (R->V + MS__BLOCK - 1) / MS__BLOCK, b, i;
-    const float *blocks = w->blocks;
+    float *blocks = w->blocks;
     for (b = 0; b < nb; b++) {
+      if (!k->blocks_ready) {
+        /* kept weight of this block on demand: the walk stops early */
+        int32_t b0 = b * MS__BLOCK;
+        R->K->block_sums_ge(w->e + b0, R->V - b0 < MS__BLOCK ? R->V - b0 : MS__BLOCK, k->t, blocks + b);
+      }
       if (blocks[b] > 0.0f) last = b;
       if (cum + (double)blocks[b] > target) break;
       cum += (double)blocks[b];
@@ -429,7 +440,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   if (t.n == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
   /* the heap's max: sort it */
   for (i = 0; i < t.n; i++) { w->tv[i] = t.hv[i]; w->ti[i] = t.hi[i]; }
-  ms__sort_desc(w->tv, w->ti, t.n, w->xv, w->xi);
+  ms__sort_desc(w, w->tv, w->ti, t.n);
   m = w->tv[0];
   z = ms__row_exp_sum(Q, m, s, NULL, NULL);
   ltok = use_raw ? R->x[token] : ms__eff(R, token);
@@ -477,7 +488,7 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t t
     t.thr = k->t;
     R->K->scan_topk(w->e, R->V, NULL, &t);
     for (i = 0; i < t.n; i++) { w->tv[i] = t.hv[i]; w->ti[i] = t.hi[i]; }
-    ms__sort_desc(w->tv, w->ti, t.n, w->xv, w->xi);
+    ms__sort_desc(w, w->tv, w->ti, t.n);
     for (i = 0; i < t.n; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
     if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, t.n); else out->n_top = 0;
     out->rank = 1 + R->K->count_gt(w->e, R->V, NULL, etok);
@@ -518,6 +529,7 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     if (rc != MS_OK) goto done;
     k.list = 0; k.m = R.m; k.s = 1.0f / T; k.t = 0.0f;
     k.mass = ms__row_exp_sum(&R, k.m, k.s, probs ? w->e : NULL, w->blocks);
+    k.blocks_ready = 1;
     if (probs) k.materialized = 1;
   } else {
     rc = ms__row_kept(&R, &k, p->temperature);

@@ -128,12 +128,23 @@ MS__PRIVATE uint32_t ms__desc_key(float f) {
   return ~c.u;
 }
 
+MS__PRIVATE float ms__key_float(uint32_t k) {
+  union { float f; uint32_t u; } c;
+  k = ~k;
+  c.u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+  return c.f;
+}
+
 /* Sorts (v, id) pairs by descending value, ties by ascending id. Small
-   inputs use insertion sort; larger ones an LSD radix sort on the value
-   (stable, so pairs given in id order keep ties in id order). tv/ti are
-   scratch of n entries. */
-MS__PRIVATE void ms__sort_desc(float *v, int32_t *id, int32_t n, float *tv, int32_t *ti) {
+   inputs use insertion sort; larger ones an LSD radix sort on 8-bit digits
+   of the value's order-preserving key, skipping digits every key shares
+   (candidates from a narrow bracket share their top bits). Stable, so
+   pairs given in id order keep ties in id order. ka/kb/ki: scratch of n. */
+MS__PRIVATE void ms__sort_desc_with(float *v, int32_t *id, int32_t n, uint32_t *ka, uint32_t *kb, int32_t *ki) {
   int32_t i;
+  int shift;
+  uint32_t *a = ka, *b = kb;
+  int32_t *ai = id, *bi = ki;
   if (n <= 48) {
     for (i = 1; i < n; i++) {
       float x = v[i]; int32_t xi = id[i]; int32_t j = i - 1;
@@ -143,26 +154,35 @@ MS__PRIVATE void ms__sort_desc(float *v, int32_t *id, int32_t n, float *tv, int3
     return;
   }
   {
-    int pass;
-    float *sv = v, *dv = tv; int32_t *si = id, *di = ti;
-    for (pass = 0; pass < 4; pass++) {
-      uint32_t count[256];
-      int shift = pass * 8;
-      uint32_t sum = 0;
-      int b;
-      memset(count, 0, sizeof count);
-      for (i = 0; i < n; i++) count[(ms__desc_key(sv[i]) >> shift) & 255u]++;
-      for (b = 0; b < 256; b++) { uint32_t c = count[b]; count[b] = sum; sum += c; }
+    /* keys relative to the smallest: a narrow bracket needs few digits;
+       up to 11-bit digits spread the buckets, so the counting and the
+       scatter do not serialise on one hot bucket */
+    uint32_t kmin = 0xffffffffu, kmax = 0, range;
+    int nbits = 0, passes, width, p;
+    for (i = 0; i < n; i++) { uint32_t k = ms__desc_key(v[i]); a[i] = k; if (k < kmin) kmin = k; if (k > kmax) kmax = k; }
+    range = kmax - kmin;
+    while (nbits < 32 && (range >> nbits) != 0) nbits++;
+    passes = (nbits + 10) / 11;
+    width = passes ? (nbits + passes - 1) / passes : 0;
+    for (p = 0; p < passes; p++) {
+      uint32_t count[2048], sum = 0, mask = (1u << width) - 1u;
+      int d;
+      shift = p * width;
+      memset(count, 0, sizeof(uint32_t) << width);
+      for (i = 0; i < n; i++) count[((a[i] - kmin) >> shift) & mask]++;
+      for (d = 0; d <= (int)mask; d++) { uint32_t c = count[d]; count[d] = sum; sum += c; }
       for (i = 0; i < n; i++) {
-        uint32_t dst = count[(ms__desc_key(sv[i]) >> shift) & 255u]++;
-        dv[dst] = sv[i]; di[dst] = si[i];
+        uint32_t dst = count[((a[i] - kmin) >> shift) & mask]++;
+        b[dst] = a[i]; bi[dst] = ai[i];
       }
-      { float *t1 = sv; sv = dv; dv = t1; }
-      { int32_t *t2 = si; si = di; di = t2; }
+      { uint32_t *t1 = a; a = b; b = t1; }
+      { int32_t *t2 = ai; ai = bi; bi = t2; }
     }
-    /* four passes: the result is back in v/id */
   }
+  for (i = 0; i < n; i++) v[i] = ms__key_float(a[i]);
+  if (ai != id) memcpy(id, ai, (size_t)n * 4);
 }
+#define ms__sort_desc(w, v, id, n) ms__sort_desc_with((v), (id), (n), (w)->ka, (w)->kb, (w)->ki)
 
 /* Sorts ids ascending (with their values) - the draw walks in id order. */
 MS__PRIVATE void ms__sort_by_id(int32_t *id, float *v, int32_t n) {
@@ -192,13 +212,14 @@ typedef struct ms__ws {
   float *blocks;            /* per-block sums (cap / MS__BLOCK + 1) */
   float *sv; int32_t *si;   /* sample (2 * MS__SAMPLE: values, scratch) */
   float *blk;               /* one block of weights (MS__BLOCK) */
+  uint32_t *ka, *kb; int32_t *ki; /* radix sort scratch (cap) */
 } ms__ws;
 
 MS__PRIVATE size_t ms__ws_size(int32_t cap) {
   size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
   size_t s = 0;
   s += ms__align_up(sizeof(ms__ws), 64);
-  s += 9 * ms__align_up(v * 4, 64);          /* e, ovr, touched, cv, ci, tv, ti, xv, xi */
+  s += 12 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki */
   s += 2 * ms__align_up(words * 4, 64);      /* enable, touched_bits */
   s += 2 * ms__align_up(MS__HEAP_K_MAX * 4, 64);
   s += ms__align_up(nb * 4, 64);
@@ -217,6 +238,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
   MS__TAKE(e, float, v); MS__TAKE(ovr, float, v); MS__TAKE(touched, int32_t, v);
   MS__TAKE(cv, float, v); MS__TAKE(ci, int32_t, v); MS__TAKE(tv, float, v); MS__TAKE(ti, int32_t, v);
   MS__TAKE(xv, float, v); MS__TAKE(xi, int32_t, v);
+  MS__TAKE(ka, uint32_t, v); MS__TAKE(kb, uint32_t, v); MS__TAKE(ki, int32_t, v);
   MS__TAKE(enable, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
   MS__TAKE(hv, float, MS__HEAP_K_MAX); MS__TAKE(hi, int32_t, MS__HEAP_K_MAX);
   MS__TAKE(blocks, float, nb);
@@ -231,31 +253,68 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
 /* -- threshold selection -----------------------------------------------------
    Finds the value t of v[0..n) (only values >= lo_floor and > 0 take part)
    such that W(> t) < target <= W(>= t), where W sums the values themselves
-   (top-p mass) or counts them (count_mode, top-k). Never sorts the row:
-   a strided sample brackets t, one vectorised pass sums everything above
-   the bracket and gathers the few values inside it, and only those are
-   sorted. A bracket that misses (skewed rows) is widened; the last resort
-   gathers every value, which is always correct. */
+   (top-p mass) or counts them (count_mode, top-k); *kept gets W(>= t).
+   total is W of every value taking part (0 if unknown). Never sorts the row:
+   1. a strided sample estimates the boundary's rank, walked from the
+      lighter side (a top-heavy mass is estimated from its many-small-
+      weights complement);
+   2. one branch-free pass gathers the values within +-4 sigma of it
+      (about a quarter of the row at most) and sums the weight above;
+   3. the slice is narrowed in cache, 8 evenly spaced thresholds per
+      pass, until a few dozen values remain, which are sorted and walked.
+   A slice that misses (skewed rows) is widened; the last resort gathers
+   every value, which is always correct. */
+MS__PRIVATE float ms__walk_sorted(const float *cv, int32_t c, int count_mode, double above, double target, double *kept) {
+  int32_t i = 0;
+  double cum = above;
+  *kept = above;
+  while (i < c) {
+    float val = cv[i];
+    double g = 0.0;
+    int32_t j = i;
+    while (j < c && cv[j] == val) { g += count_mode ? 1.0 : (double)val; j++; }
+    cum += g;
+    *kept = cum;
+    if (cum >= target) return val;
+    i = j;
+  }
+  return c > 0 ? cv[c - 1] : 0.0f; /* rounding: the target lay a hair above the total */
+}
+
+/* Picks the slice of th[0] > ... > th[7] holding the boundary, given
+   a8[j] = W(> th[j]) within the current bracket and `above` = W(> hi). */
+MS__PRIVATE void ms__narrow(const float th[8], const double a8[8], double target, float *lo, float *hi, double *above) {
+  int i;
+  for (i = 0; i < 8 && *above + a8[i] < target; i++) {}
+  if (i == 0) { *lo = nextafterf(th[0], INFINITY); }
+  else if (i == 8) { *hi = th[7]; *above += a8[7]; }
+  else { *lo = nextafterf(th[i], INFINITY); *hi = th[i - 1]; *above += a8[i - 1]; }
+}
+
 MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, int32_t n,
-                             int count_mode, float lo_floor, double target) {
+                             int count_mode, float lo_floor, double target, double total, double *kept) {
   float lo = lo_floor, hi = INFINITY;
   int attempt;
   if (n > 4 * MS__SAMPLE) {
-    /* estimate the boundary from a sample */
-    int32_t s = 0, i, j = 0;
-    double step = (double)n / MS__SAMPLE, cum = 0.0, scale = step;
+    int32_t s = 0, i, j = 0, d;
+    double step = (double)n / MS__SAMPLE, cum = 0.0;
     for (i = 0; i < MS__SAMPLE; i++) {
       float x = v[(int32_t)(i * step)];
       if (x >= lo_floor && x > 0.0f) { w->sv[s] = x; w->si[s] = i; s++; }
     }
-    ms__sort_desc(w->sv, w->si, s, w->sv + MS__SAMPLE, w->si + MS__SAMPLE);
-    for (j = 0; j < s; j++) {
-      cum += (count_mode ? 1.0 : (double)w->sv[j]) * scale;
-      if (cum >= target) break;
-    }
-    {
-      /* margin ~ 4 standard deviations of a binomial rank estimate */
-      int32_t d = 8 + (int32_t)(4.0 * sqrt((double)j + 1.0));
+    if (s > 0) {
+      double ssum = 0.0, want;
+      ms__sort_desc(w, w->sv, w->si, s);
+      for (i = 0; i < s; i++) ssum += count_mode ? 1.0 : (double)w->sv[i];
+      want = total > 0.0 ? target / total * ssum : target / step;
+      if (want <= 0.5 * ssum) {
+        for (j = 0; j < s - 1; j++) { cum += count_mode ? 1.0 : (double)w->sv[j]; if (cum >= want) break; }
+      } else {
+        for (j = s - 1; j > 0; j--) { cum += count_mode ? 1.0 : (double)w->sv[j]; if (cum >= ssum - want) break; }
+      }
+      /* bracket: +-4 sigma of the rank estimate; the gather is branch-free
+         and the narrowing runs in cache, so a wide bracket is cheap */
+      d = 16 + (int32_t)(4.0 * sqrt((double)j + 1.0));
       hi = j - d >= 0 ? w->sv[j - d] : INFINITY;
       lo = j + d < s ? w->sv[j + d] : lo_floor;
       if (lo < lo_floor) lo = lo_floor;
@@ -263,34 +322,34 @@ MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, in
   }
   for (attempt = 0; attempt < 4; attempt++) {
     double above = 0.0, wc = 0.0;
-    int32_t cap = attempt < 3 ? (n / 8 > 4096 ? n / 8 : (n < 4096 ? n : 4096)) : n;
-    int32_t c, i;
+    int32_t cap = attempt < 3 ? (n / 3 > 4096 ? n / 3 : (n < 4096 ? n : 4096)) : n;
+    int32_t c, level;
     if (attempt == 3) { lo = lo_floor; hi = INFINITY; }
-    c = K->bracket(v, n, lo, hi, count_mode, &above, w->ci, w->cv, cap);
-    if (c < 0) { /* too many inside: the sample misled us; gather everything */
-      attempt = 2;
-      continue;
-    }
-    for (i = 0; i < c; i++) wc += count_mode ? 1.0 : (double)w->cv[i];
+    c = K->bracket(v, n, lo, hi, count_mode, &above, &wc, w->ci, w->cv, cap);
+    if (c < 0) { attempt = 2; continue; } /* the sample misled us: gather everything */
     if (above >= target && hi != INFINITY) { lo = hi; hi = INFINITY; continue; }
     if (above + wc < target && lo > lo_floor) { hi = lo; lo = lo_floor; continue; }
-    if (c == 0) return hi; /* degenerate: nothing inside (target rounding) */
-    ms__sort_desc(w->cv, w->ci, c, w->tv, w->ti);
-    {
-      double cum = above;
-      i = 0;
-      while (i < c) {
-        float val = w->cv[i];
-        double g = 0.0;
-        int32_t j = i;
-        while (j < c && w->cv[j] == val) { g += count_mode ? 1.0 : (double)val; j++; }
-        if (cum + g >= target) return val;
-        cum += g;
-        i = j;
+    if (c == 0) { *kept = above; return hi; } /* degenerate: nothing inside (target rounding) */
+    /* narrow the gathered slice in place until it is short */
+    for (level = 0; c > 64 && level < 8; level++) {
+      float th[8], top = hi;
+      double a8[8];
+      int32_t k;
+      if (top == INFINITY) { top = w->cv[0]; for (k = 1; k < c; k++) if (w->cv[k] > top) top = w->cv[k]; }
+      if (!(top > lo)) break; /* all equal */
+      for (k = 0; k < 8; k++) th[k] = top - (top - lo) * (float)(k + 1) / 9.0f;
+      K->mass_above8(w->cv, c, th, count_mode, a8);
+      if (hi == INFINITY) hi = top;
+      ms__narrow(th, a8, target, &lo, &hi, &above);
+      {
+        double ignore, ignore_in;
+        c = K->bracket(w->cv, c, lo, hi, count_mode, &ignore, &ignore_in, w->ti, w->cv, c);
       }
-      return w->cv[c - 1]; /* rounding: the target lay a hair above the total */
     }
+    ms__sort_desc(w, w->cv, w->ci, c);
+    return ms__walk_sorted(w->cv, c, count_mode, above, target, kept);
   }
+  *kept = total;
   return lo_floor;
 }
 

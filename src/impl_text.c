@@ -311,7 +311,8 @@ MSDEF ms_result ms_text_reset(ms_text *t, const ms_text_params *params, char *ms
 }
 
 MSDEF size_t ms_text_out_bound(const ms_text *t, size_t n_bytes) {
-  size_t tail = t ? t->tail_cap : 0;
+  /* The tail holds hold_chars characters of at most 4 bytes each. */
+  size_t tail = t ? 4 * (size_t)t->hold_chars : 0;
   if (n_bytes > (((size_t)-1) - tail - 64) / 3 - 3) return (size_t)-1;
   return tail + 3 * (n_bytes + 3) + 1;
 }

@@ -7,6 +7,9 @@
 #define MS__HAVE_AVX512 0
 #endif
 #define MSV_NAME "avx512"
+/* scalar code called from vector loops must not run with dirty upper
+   halves (SSE/AVX transition penalties): clear them first */
+#define MSV_CALL_PREP() _mm256_zeroupper()
 #define MSV_W 16
 #define MSV_FN(name) name##_avx512
 #if MS__GNU_TARGETS
@@ -33,6 +36,14 @@
 #define MSV_MOR(a, b) ((__mmask16)((a) | (b)))
 #define MSV_BITS(m) ((unsigned)(m))
 #define MSV_FROM_BITS(b) ((__mmask16)(b))
+#define MSV_ADD_MASKED(acc, m, w) _mm512_mask_add_ps((acc), (m), (acc), (w))
+/* branch-free gather of the lanes of m: values and their ids (register
+   compress + a full store: the memory form of vcompress is microcoded) */
+#define MSV_HAVE_COMPRESS 1
+#define MSV_COMPRESS(ids, vals, m, x, base) do { \
+    _mm512_storeu_ps((vals), _mm512_maskz_compress_ps((m), (x))); \
+    _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)))); \
+  } while (0)
 #define MSV_SELZ(m, v) _mm512_maskz_mov_ps(m, v)
 #define MSV_POW2N(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define MSV_HSUM(v) _mm512_reduce_add_ps(v)

@@ -106,10 +106,13 @@ typedef struct ms__kernels {
      or -1 when more than cap */
   int32_t (*compact_ge)(const float *x, int32_t n, const uint32_t *enable, float cut, int32_t *ids, float *vals, int32_t cap);
   /* weight of v > hi into *above (the values, or their count in
-     count_mode) and the lanes with lo <= v <= hi and v > 0; -1 past cap */
-  int32_t (*bracket)(const float *v, int32_t n, float lo, float hi, int count_mode, double *above, int32_t *ids, float *vals, int32_t cap);
+     count_mode), the lanes with lo <= v <= hi and v > 0 gathered and
+     their weight into *inside; returns their count, -1 past cap */
+  int32_t (*bracket)(const float *v, int32_t n, float lo, float hi, int count_mode, double *above, double *inside, int32_t *ids, float *vals, int32_t cap);
   /* per-block sums of v over lanes with v >= t */
   double (*block_sums_ge)(const float *v, int32_t n, float t, float *blocks);
+  /* weight of v > th[j] for 8 thresholds in one pass */
+  void (*mass_above8)(const float *v, int32_t n, const float th[8], int count_mode, double out[8]);
   /* number of enabled lanes with x > v */
   int32_t (*count_gt)(const float *x, int32_t n, const uint32_t *enable, float v);
   /* the benchmark floors: a plain max pass and max + sum of exp */

@@ -5,6 +5,7 @@
 #define MSV_ENABLED 0
 #endif
 #define MSV_NAME "neon"
+#define MSV_CALL_PREP() ((void)0)
 #define MSV_W 4
 #define MSV_FN(name) name##_neon
 #define MSV_TARGET
@@ -38,6 +39,7 @@ static inline uint32x4_t ms__from_bits_neon(unsigned b) {
 #endif
 #define MSV_BITS(m) ms__bits_neon(m)
 #define MSV_FROM_BITS(b) ms__from_bits_neon(b)
+#define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))
 #define MSV_SELZ(m, v) vreinterpretq_f32_u32(vandq_u32(m, vreinterpretq_u32_f32(v)))
 #define MSV_POW2N(n) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23))
 #define MSV_HSUM(v) vaddvq_f32(v)

@@ -1,6 +1,7 @@
 /* ---- SIMD layer: scalar (always available; the reference) ---------------- */
 #define MSV_ENABLED 1
 #define MSV_NAME "scalar"
+#define MSV_CALL_PREP() ((void)0)
 #define MSV_W 1
 #define MSV_FN(name) name##_scalar
 #define MSV_TARGET
@@ -25,6 +26,7 @@ typedef int msv_m_scalar;
 #define MSV_MOR(a, b) ((a) | (b))
 #define MSV_BITS(m) ((unsigned)(m))
 #define MSV_FROM_BITS(b) ((int)((b) & 1u))
+#define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))
 #define MSV_SELZ(m, v) ((m) ? (v) : 0.0f)
 #define MSV_HSUM(v) (v)
 #define MSV_HMAX(v) (v)

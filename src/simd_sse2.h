@@ -5,6 +5,7 @@
 #define MSV_ENABLED 0
 #endif
 #define MSV_NAME "sse2"
+#define MSV_CALL_PREP() ((void)0)
 #define MSV_W 4
 #define MSV_FN(name) name##_sse2
 #if MS__GNU_TARGETS
@@ -31,6 +32,7 @@
 #define MSV_MOR(a, b) _mm_or_ps(a, b)
 #define MSV_BITS(m) ((unsigned)_mm_movemask_ps(m))
 #define MSV_FROM_BITS(b) _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((int)(b)), _mm_setr_epi32(1, 2, 4, 8)), _mm_setr_epi32(1, 2, 4, 8)))
+#define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))
 #define MSV_SELZ(m, v) _mm_and_ps(m, v)
 #define MSV_POW2N(n) _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23))
 #if MSV_ENABLED

@@ -26,3 +26,7 @@
 #undef MSV_HSUM
 #undef MSV_HMAX
 #undef MSV_NAME
+#undef MSV_CALL_PREP
+#undef MSV_ADD_MASKED
+#undef MSV_HAVE_COMPRESS
+#undef MSV_COMPRESS

@@ -295,7 +295,7 @@ __device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i
    logits, and the raw log-sum-exp (online) when raw logprobs are asked
    for. Writes the processed logits to the work row for rows that need it.
    The result is valid in thread 0. */
-__device__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
+__device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
   const int pw = R.flags & (F_MASK | F_BIAS | F_PEN);
@@ -357,8 +357,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
       i32 t = blob[R.banned_off + j];
       if (t >= 0 && t < V) atomicAnd(&ab[t >> 5], ~(1u << (t & 31)));
     }
-    if ((flags & F_MINTOK) && R.slot >= 0) {
-      i32 len = ((const i32 *)A.seq_len)[R.slot];
+    if (flags & F_MINTOK) {
+      /* the output length: the slot's, 0 without a slot (as the CPU with seq NULL) */
+      i32 len = (R.slot >= 0 && R.slot < A.n_slots) ? ((const i32 *)A.seq_len)[R.slot] : 0;
       if (len < R.min_tokens) {
         for (i32 j = threadIdx.x; j < R.n_stop; j += blockDim.x) {
           i32 t = blob[R.stop_off + j];
@@ -445,10 +446,17 @@ template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *a
   return win;
 }
 
-/* The value of element i as seen by a selection. */
-struct SrcVal {
+/* The value of element i as a selection sees it: the row as is (raw), or
+   the kept set only (-inf elsewhere; processed logprobs). */
+struct LpVal {
   const float *p;
-  __device__ float operator()(i32 i) const { return p[i]; }
+  u32 theta;
+  int raw;
+  __device__ float operator()(i32 i) const {
+    float v = p[i];
+    if (raw) return v;
+    return fkey(v) >= theta ? v : ms_neg_inf();
+  }
 };
 
 /* The key of the k-th largest value among the elements whose key is
@@ -456,11 +464,12 @@ struct SrcVal {
    each). *n_eq gets how many elements have that key, *n_above how many are
    larger. When at most k elements qualify, returns `lower` and *n_above =
    the count. */
-template <class VF> __device__ u32 select_count(const VF &vf, i32 V, u32 lower, u32 k, u32 *hist,
-                                                u32 *n_above, u32 *n_eq) {
+__device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k, u32 *n_above, u32 *n_eq) {
+  __shared__ u32 hist[MS_BINS];
   const int shifts[3] = {21, 10, 0};
   const int bits[3] = {11, 11, 10};
   u32 prefix = 0u, pm = 0u, target = k, eq = 0u;
+#pragma unroll 1
   for (int pass = 0; pass < 3; pass++) {
     const i32 nb = 1 << bits[pass];
     const int sh = shifts[pass];
@@ -493,11 +502,13 @@ template <class VF> __device__ u32 select_count(const VF &vf, i32 V, u32 lower, 
 /* top-p threshold: among elements with key >= lower and weights
    w = exp((l - M) * S), the key of the smallest value whose strictly larger
    mass is < p * Z (Z = the total weight of those elements). */
-__device__ u32 select_mass(const float *src, i32 V, u32 lower, float M, float S, float p, double *hist) {
+__device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, float M, float S, float p) {
+  __shared__ double hist[MS_BINS];
   const int shifts[3] = {21, 10, 0};
   const int bits[3] = {11, 11, 10};
   u32 prefix = 0u, pm = 0u;
   double target = 0.0;
+#pragma unroll 1
   for (int pass = 0; pass < 3; pass++) {
     const i32 nb = 1 << bits[pass];
     const int sh = shifts[pass];
@@ -525,19 +536,6 @@ __device__ u32 select_mass(const float *src, i32 V, u32 lower, float M, float S,
   return prefix;
 }
 
-/* Values for logprobs: raw logits, or the processed logits of the kept
-   set (-inf elsewhere). */
-struct LpVal {
-  const float *p;
-  u32 theta;
-  int raw;
-  __device__ float operator()(i32 i) const {
-    float v = p[i];
-    if (raw) return v;
-    return fkey(v) >= theta ? v : ms_neg_inf();
-  }
-};
-
 /* ---- the row kernel -------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
@@ -547,7 +545,6 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   __shared__ u64 s_pos;
   __shared__ i32 s_token;
   __shared__ i32 s_tile;
-  __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } s_hist;
   __shared__ union { double t[MS_MAXT]; struct { u32 key[MS_CAND]; i32 id[MS_CAND]; } c; } s_buf;
   __shared__ u32 s_ncand;
   __shared__ double s_start;
@@ -610,7 +607,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   i32 token = sP.am;
 
   if (!greedy) {
-    SrcVal sv; sv.p = src;
+    LpVal sv; sv.p = src; sv.theta = 0u; sv.raw = 1;
     u32 t_minp = MS_KEY_NEG_INF + 1u;
     if (R.min_p > 0.0f) {
       /* min_p: drop prob < min_p * max_prob, i.e. weight < min_p */
@@ -625,11 +622,11 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     u32 t1 = (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : t_minp;
     if (R.top_k > 0) {
       u32 na, ne;
-      u32 tk = select_count(sv, V, t1, (u32)R.top_k, s_hist.u, &na, &ne);
+      u32 tk = select_count(sv, V, t1, (u32)R.top_k, &na, &ne);
       t1 = max(t1, tk);
     }
     u32 th = t1;
-    if (R.top_p < 1.0f) th = max(th, select_mass(src, V, t1, M, S, R.top_p, s_hist.d));
+    if (R.top_p < 1.0f) th = max(th, select_mass(src, V, t1, M, S, R.top_p));
     if (R.flags & F_HF) th = max(th, t_minp);
     theta = th;
   }
@@ -749,7 +746,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     if (N > MS_CAND) N = MS_CAND;
     if (N > 0 && A.top) {
       u32 na, ne;
-      u32 tau = select_count(lv, V, 0u, (u32)N, s_hist.u, &na, &ne);
+      u32 tau = select_count(lv, V, 0u, (u32)N, &na, &ne);
       if (tid == 0) s_ncand = 0u;
       __syncthreads();
       const u32 need_eq = (u32)N - na;   /* places left for keys equal to tau */

@@ -12,7 +12,6 @@ Writes tests/data/golden_vllm.txt and tests/data/golden_hf.txt (format in
 tools/golden/README.md). Deterministic: same versions -> same bytes.
 Run through tools/golden/gen.sh, which makes the venv with pinned versions.
 """
-import math
 import os
 import sys
 
@@ -23,6 +22,7 @@ from transformers import GenerationConfig
 from transformers.generation.utils import GenerationMixin
 
 torch.set_num_threads(1)
+transformers.logging.set_verbosity_error()  # greedy configs carry unused top_k/top_p
 NEG_INF = float("-inf")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -315,6 +315,16 @@ def hf_processors(c):
     return procs
 
 
+def hf_full_order():
+    """The processor order generate() builds with every option this file
+    uses switched on."""
+    c = base_case("order", "hf", 16, [0.0] * 16)
+    c.update(temperature=0.7, top_k=5, top_p=0.9, min_p=0.05, repetition=1.3,
+             min_tokens=3, eos=1, stop=[2], prompt=[3, 4], output=[5],
+             bias=[(6, 1.0)], allowed=[1, 2, 3, 6, 7], banned=[7])
+    return [type(p).__name__ for p in hf_processors(c)]
+
+
 def hf_reference(c):
     V = c["vocab"]
     name = c["name"]
@@ -326,12 +336,17 @@ def hf_reference(c):
     scores = torch.tensor(c["logits"], dtype=torch.float32).view(1, V).clone()
     # Run the processors one by one (LogitsProcessorList.__call__ does the
     # same) so the boundary checks can look at the input of each warper.
+    pre_temp = None
     for p in procs:
         nm = type(p).__name__
-        if nm == "TopKLogitsWarper":
+        if nm == "TemperatureLogitsWarper":
+            pre_temp = scores.clone()
+        elif nm == "TopKLogitsWarper":
             k = min(p.top_k, V)
             if k < V:
                 check_gap_at_k(scores[0], k, name)
+                if pre_temp is not None:
+                    check_gap_at_k(pre_temp[0], k, name)
         elif nm == "TopPLogitsWarper":
             check_topp(scores[0], p.top_p, name)
         elif nm == "MinPLogitsWarper":
@@ -342,14 +357,6 @@ def hf_reference(c):
         if not bool(torch.isfinite(scores).any()):
             raise Reject(name + ": all masked")
         return one_hot_argmax(scores[0])
-    # the temperature division can create exact ties at the top-k threshold
-    # that the undivided values do not have; the check above ran on divided
-    # values, so also check the undivided ones when top-k is on.
-    if 0 < c["top_k"] < V:
-        raw = torch.tensor(c["logits"], dtype=torch.float32)
-        # (only the relative order matters; processors before the warpers
-        # are monotone per token class, so this is a conservative extra test)
-        del raw
     return final_probs(scores[0], name)
 
 
@@ -525,10 +532,14 @@ def generate_specs(profile, rng):
         V = SMALL_V[i % 4]
         c = base_case("", profile, V, make_logits(r, V, ["n1", "ninf"][i % 2]))
         ids = rand_ids(r, V, min(V, 4), distinct=True)
-        vals = [[3.0, -2.5, 150.0, -150.0], [100.0, -100.0, 0.5, 250.0],
+        vals = [[3.0, -2.5, 150.0, -150.0], [100.0, -100.0, 0.5, 130.0],
                 [-1e4, 7.25, -0.75, 101.0], [1.5, 2.5, -3.5, 4.5]][i % 4]
         c["bias"] = list(zip(ids, vals[:len(ids)]))
         c["temperature"] = TEMPS[i % 4]
+        if any(abs(b) >= 100 for _, b in c["bias"]):
+            # keep the unbiased tokens' probabilities above float32
+            # underflow: vLLM's clamp makes +-100 the extreme, HF has none
+            c["temperature"] = 1.5 if vllm else 4.0
         if i % 3 == 1:
             c["top_p"] = 0.9
         if i % 3 == 2:
@@ -578,6 +589,39 @@ def generate_specs(profile, rng):
             c["frequency"] = float(r.choice([0.0, 0.5]))
         return c
     add("ninf", f_ninf, 8)
+
+    # explicit ties: torch.argmax takes the first maximal index (greedy);
+    # top-k keeps every token equal to the k-th largest value (no top-p here:
+    # with ties its result would depend on the sort order)
+    def f_ties(r, i):
+        V = SMALL_V[i % 4]
+        c = base_case("", profile, V, make_logits(r, V, "quant"))
+        x = np.array(c["logits"], dtype=np.float32)
+        order = np.argsort(-x, kind="stable")
+        kind = i % 3
+        if kind == 0:
+            # the max shared by a lower and a higher id than the first maximum
+            m = x[order[0]]
+            j = int(order[1])
+            x[j] = m
+            if V > 8:
+                x[int(order[2])] = m
+            c["temperature"] = 0.0
+            if i % 2 == 1:
+                history(r, c, V)
+                c["repetition"] = 1.3
+        else:
+            k = [1, 5, 40][(i // 3) % 3]
+            k = min(k, V - 2)
+            kth = x[order[k - 1]]
+            x[int(order[k])] = kth  # one more token tied with the k-th value
+            c["top_k"] = k
+            c["temperature"] = TEMPS[i % 4]
+            if kind == 2:
+                c["min_p"] = 0.05
+        c["logits"] = [f32(v) for v in x]
+        return c
+    add("ties", f_ties, 12)
 
     # a few large-vocab rows
     def f_big(r, i):
@@ -691,7 +735,7 @@ def main():
         else:
             src = ("reference: transformers' own logits processors composed by "
                    "GenerationMixin._get_logits_processor (generate() order): "
-                   + " | ".join(" > ".join(o) for o in HF_ORDER_SEEN[:1]))
+                   + " > ".join(hf_full_order()))
         header = [
             "# mysample golden vectors, profile %s: the exact final distribution" % profile,
             "# a row is drawn from (probs), for the logits and parameters given.",
@@ -705,9 +749,7 @@ def main():
         write_file(path, profile, cases, header)
         print("wrote %s: %d cases (%d rejected draws), %d bytes"
               % (os.path.relpath(path, ROOT), len(cases), rejects, os.path.getsize(path)))
-    print("HF processor orders seen:")
-    for o in HF_ORDER_SEEN:
-        print("  " + " > ".join(o))
+    print("HF processor order (all options on): " + " > ".join(hf_full_order()))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,17 @@
+# mysample_cuda.h: generated together with mysample.h by amalgamate.sh
+# (SRC_PARTS covers src/cuda/*); what includes it depends on it too.
+mysample_cuda.h: mysample.h tools/embed.sh ;
+$(BUILD)/mysample: mysample_cuda.h
+$(BUILD)/tests/test_cuda: mysample_cuda.h
+$(BUILD)/examples/cuda_sample: mysample_cuda.h
+
+.PHONY: cuda-check cuda-compile
+# mysample_cuda.h alone as C99/C11 and C++11/17 with warnings as errors
+# (gcc and clang where installed), and in two translation units with
+# MYSAMPLE_STATIC. Needs no CUDA toolkit.
+cuda-check: mysample_cuda.h
+	@bash tests/ci/cuda.sh --headers-only
+
+# Compiles every kernel with NVRTC for sm_80 and sm_90 (needs NVRTC, no GPU).
+cuda-compile: $(BUILD)/mysample
+	$(BUILD)/mysample cuda-compile

@@ -1,0 +1,595 @@
+/* ---- implementation: the GPU sampler object, packing, launches ------------- */
+
+/* Row flags: keep in sync with F_* in src/cuda/kernels.cu. */
+#define MS__CUDA_F_GREEDY   1
+#define MS__CUDA_F_HF       2
+#define MS__CUDA_F_WORK     4
+#define MS__CUDA_F_MASK     8
+#define MS__CUDA_F_POS_SLOT 16
+#define MS__CUDA_F_ACCEPT   32
+#define MS__CUDA_F_LP_PROC  64
+#define MS__CUDA_F_PEN      128
+#define MS__CUDA_F_BIAS     256
+#define MS__CUDA_F_ALLOWED  512
+#define MS__CUDA_F_MINTOK   1024
+#define MS__CUDA_F_RAW_LSE  2048
+
+#define MS__CUDA_MAX_PARTS 32
+#define MS__CUDA_ROW_THREADS 1024
+#define MS__CUDA_THREADS 256
+
+/* Packed row parameters: struct Row in kernels.cu (128 bytes). Offsets are
+   in 4-byte words from the start of the parameter blob. */
+typedef struct ms__cuda_row {
+  uint64_t seed, position;
+  float inv_temp, top_p, min_p, presence, frequency, repetition;
+  int32_t top_k, flags, slot, min_tokens, eos, logprobs;
+  int32_t allowed_off, n_allowed, banned_off, n_banned, stop_off, n_stop;
+  int32_t bias_tok_off, n_bias, bias_val_off, bitmask_off, status;
+  int32_t reserved[5];
+} ms__cuda_row;
+
+/* Kernel arguments: struct Args in kernels.cu (passed by value). */
+typedef struct ms__cuda_args {
+  uint64_t logits, stride, blob, allow_bits, bias_bits, work, parts;
+  uint64_t seq_state, seq_len, seq_stride, tokens, out, top, probs, probs_stride;
+  int32_t n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pad;
+} ms__cuda_args;
+
+/* struct SeqArgs in kernels.cu. */
+typedef struct ms__cuda_seq_args {
+  uint64_t seq_state, seq_len, seq_stride, ids, slots;
+  int32_t slot, n, vocab, n_slots;
+} ms__cuda_seq_args;
+
+/* Layout checks (a negative array size fails the build). */
+typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 128) ? 1 : -1];
+typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 152) ? 1 : -1];
+typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 56) ? 1 : -1];
+typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
+typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
+
+/* The profile numbers the packing needs: keep in sync with ms__profiles
+   in src/impl_params.c (greedy_below, temp_floor, bias_clamp). */
+static const float ms__cuda_greedy_below[2] = { 1e-5f, 1e-30f };
+static const float ms__cuda_temp_floor[2] = { 0.01f, 0.0f };
+static const float ms__cuda_bias_clamp[2] = { 100.0f, 0.0f /* none */ };
+
+struct ms_cuda {
+  ms__CUhandle ctx;
+  int device, owns_primary;
+  ms__CUhandle module;
+  ms__CUhandle fn[MS__K_COUNT_];
+  char target[24];
+  char name[128];
+  int sm_count;
+  int32_t max_rows, max_vocab, max_slots, words, split;
+  int32_t extra_words;
+  size_t blob_bytes;
+  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_tokens, d_seq_state, d_seq_len;
+  void *stage[2];
+  ms__CUhandle ev[2];
+  int ev_used[2];
+  int stage_next;
+  uint64_t salt;
+};
+
+static int32_t ms__cuda_words(int32_t vocab) { return (vocab + 31) / 32; }
+
+static int32_t ms__cuda_extra_words(const ms_cuda_desc *d) {
+  long long w;
+  if (d->max_extra_words > 0) return d->max_extra_words;
+  w = (long long)d->max_rows * (ms__cuda_words(d->max_vocab) + 256) + 65536;
+  return w > 0x3fffffff ? 0x3fffffff : (int32_t)w;
+}
+
+static int ms__cuda_desc_ok(const ms_cuda_desc *d) {
+  return d && d->max_rows >= 1 && d->max_rows <= (1 << 20) && d->max_vocab >= 1 &&
+         d->max_vocab <= (1 << 28) && d->max_slots >= 0 && d->max_extra_words >= 0;
+}
+
+MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
+  size_t rows, V, W, S, n;
+  if (!ms__cuda_desc_ok(d)) return 0;
+  rows = (size_t)d->max_rows; V = (size_t)d->max_vocab; W = (size_t)ms__cuda_words(d->max_vocab);
+  S = (size_t)d->max_slots;
+  n = rows * sizeof(ms__cuda_row) + (size_t)ms__cuda_extra_words(d) * 4; /* blob */
+  n += 2 * rows * W * 4;                                                 /* allow + bias bits */
+  n += rows * V * 4;                                                     /* work rows */
+  n += rows * MS__CUDA_MAX_PARTS * 24;                                   /* partials */
+  n += rows * 4;                                                         /* tokens */
+  n += S * V * 4 + S * 4;                                                /* sequences */
+  return n;
+}
+
+/* Makes cu's context current for the duration of a call. */
+static ms_result ms__cuda_enter(ms_cuda *cu, int *pushed) {
+  ms__CUhandle cur = NULL;
+  *pushed = 0;
+  if (ms__cu_g.drv.ctx_get_current(&cur) != MS__CUDA_SUCCESS) return MS_ERR_DEVICE;
+  if (cur == cu->ctx) return MS_OK;
+  if (ms__cu_g.drv.ctx_push(cu->ctx) != MS__CUDA_SUCCESS) return MS_ERR_DEVICE;
+  *pushed = 1;
+  return MS_OK;
+}
+static void ms__cuda_leave(int pushed) {
+  ms__CUhandle c;
+  if (pushed) ms__cu_g.drv.ctx_pop(&c);
+}
+
+MSDEF void ms_cuda_destroy(ms_cuda *cu) {
+  const ms__cu_driver *d = &ms__cu_g.drv;
+  int pushed = 0, i;
+  if (!cu) return;
+  if (cu->ctx && ms__cuda_enter(cu, &pushed) == MS_OK) {
+    d->ctx_synchronize();
+    if (cu->d_blob) d->mem_free(cu->d_blob);
+    if (cu->d_allow) d->mem_free(cu->d_allow);
+    if (cu->d_bias) d->mem_free(cu->d_bias);
+    if (cu->d_work) d->mem_free(cu->d_work);
+    if (cu->d_parts) d->mem_free(cu->d_parts);
+    if (cu->d_tokens) d->mem_free(cu->d_tokens);
+    if (cu->d_seq_state) d->mem_free(cu->d_seq_state);
+    if (cu->d_seq_len) d->mem_free(cu->d_seq_len);
+    for (i = 0; i < 2; i++) {
+      if (cu->stage[i]) d->mem_free_host(cu->stage[i]);
+      if (cu->ev[i]) d->event_destroy(cu->ev[i]);
+    }
+    if (cu->module) d->module_unload(cu->module);
+    ms__cuda_leave(pushed);
+  }
+  if (cu->owns_primary) d->primary_release(cu->device);
+  MS__CU_FREE(cu);
+}
+
+MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *msg, size_t msg_size) {
+  const ms__cu_driver *d = &ms__cu_g.drv;
+  ms_cuda *cu;
+  ms_result rc;
+  ms__CUresult e;
+  int pushed = 0, major = 0, minor = 0, i;
+  const ms__cu_bin *bin = NULL;
+  ms_cuda_compile_opts co;
+  size_t V, W, rows;
+  if (msg && msg_size) msg[0] = 0;
+  if (!out || !desc) { ms__cu_msg(msg, msg_size, "out and desc must not be NULL"); return MS_ERR_NULL_ARGUMENT; }
+  *out = NULL;
+  if (!ms__cuda_desc_ok(desc)) {
+    ms__cu_msg(msg, msg_size, "bad ms_cuda_desc: max_rows %d (1..2^20), max_vocab %d (1..2^28), max_slots %d, max_extra_words %d",
+               (int)desc->max_rows, (int)desc->max_vocab, (int)desc->max_slots, (int)desc->max_extra_words);
+    return desc->max_vocab < 1 || desc->max_vocab > (1 << 28) ? MS_ERR_BAD_VOCAB : MS_ERR_INVALID_PARAM;
+  }
+  rc = ms_cuda_load_driver(desc->driver_path, msg, msg_size);
+  if (rc != MS_OK) return rc;
+  rc = ms_cuda_load_nvrtc(desc->nvrtc_path, msg, msg_size);
+  if (rc != MS_OK) return rc;
+  cu = (ms_cuda *)MS__CU_MALLOC(sizeof *cu);
+  if (!cu) { ms__cu_msg(msg, msg_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
+  memset(cu, 0, sizeof *cu);
+  cu->max_rows = desc->max_rows; cu->max_vocab = desc->max_vocab; cu->max_slots = desc->max_slots;
+  cu->words = ms__cuda_words(desc->max_vocab); cu->split = desc->split;
+  cu->extra_words = ms__cuda_extra_words(desc);
+  cu->salt = (uint64_t)(uintptr_t)cu;
+
+  /* the context: the caller's, the thread's current one, or the primary */
+  if (desc->context) cu->ctx = desc->context;
+  else {
+    ms__CUhandle cur = NULL;
+    if (d->ctx_get_current(&cur) == MS__CUDA_SUCCESS && cur) cu->ctx = cur;
+    else {
+      int dev = 0;
+      e = d->device_get(&dev, desc->device);
+      if (e == MS__CUDA_SUCCESS) e = d->primary_retain(&cu->ctx, dev);
+      if (e != MS__CUDA_SUCCESS) {
+        ms__cu_msg(msg, msg_size, "device %d: %s", (int)desc->device, ms__cu_errstr(e));
+        MS__CU_FREE(cu);
+        return MS_ERR_NO_DEVICE;
+      }
+      cu->device = dev;
+      cu->owns_primary = 1;
+    }
+  }
+  rc = MS_ERR_DEVICE;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) { ms__cu_msg(msg, msg_size, "cannot make the CUDA context current"); goto fail; }
+  if ((e = d->ctx_get_device(&cu->device)) != MS__CUDA_SUCCESS ||
+      (e = d->device_attr(&major, MS__CU_ATTR_CC_MAJOR, cu->device)) != MS__CUDA_SUCCESS ||
+      (e = d->device_attr(&minor, MS__CU_ATTR_CC_MINOR, cu->device)) != MS__CUDA_SUCCESS ||
+      (e = d->device_attr(&cu->sm_count, MS__CU_ATTR_SM_COUNT, cu->device)) != MS__CUDA_SUCCESS) {
+    ms__cu_msg(msg, msg_size, "device query: %s", ms__cu_errstr(e));
+    goto fail;
+  }
+  if (d->device_name(cu->name, (int)sizeof cu->name, cu->device) != MS__CUDA_SUCCESS) snprintf(cu->name, sizeof cu->name, "CUDA device %d", cu->device);
+  if (major * 10 + minor < 70) {
+    ms__cu_msg(msg, msg_size, "%s is sm_%d%d; mysample_cuda.h needs sm_70 or newer", cu->name, major, minor);
+    rc = MS_ERR_NO_DEVICE;
+    goto fail;
+  }
+
+  /* kernels: caches, else NVRTC */
+  memset(&co, 0, sizeof co);
+  co.nvrtc_path = desc->nvrtc_path;
+  co.cache_dir = desc->cache_dir;
+  rc = ms_cuda_compile(major * 10 + minor, &co, NULL, msg, msg_size);
+  if (rc != MS_OK) goto fail;
+  ms__cu_lock(&ms__cu_compile_mu);
+  rc = ms__cu_compile_locked(major * 10 + minor, &co, NULL, &bin, msg, msg_size);  /* memory hit */
+  ms__cu_unlock(&ms__cu_compile_mu);
+  if (rc != MS_OK) goto fail;
+  rc = MS_ERR_DEVICE;
+  snprintf(cu->target, sizeof cu->target, "%s", bin->target);
+  if ((e = d->module_load_data(&cu->module, bin->data)) != MS__CUDA_SUCCESS) {
+    ms__cu_msg(msg, msg_size, "cuModuleLoadData (%s): %s", bin->target, ms__cu_errstr(e));
+    goto fail;
+  }
+  for (i = 0; i < MS__K_COUNT_; i++) {
+    if ((e = d->module_get_function(&cu->fn[i], cu->module, ms__cu_kernel_names[i])) != MS__CUDA_SUCCESS) {
+      ms__cu_msg(msg, msg_size, "cuModuleGetFunction %s: %s", ms__cu_kernel_names[i], ms__cu_errstr(e));
+      goto fail;
+    }
+  }
+
+  /* the workspace, once */
+  rows = (size_t)cu->max_rows; V = (size_t)cu->max_vocab; W = (size_t)cu->words;
+  cu->blob_bytes = rows * sizeof(ms__cuda_row) + (size_t)cu->extra_words * 4;
+  rc = MS_ERR_OUT_OF_MEMORY;
+  if ((e = d->mem_alloc(&cu->d_blob, cu->blob_bytes)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_allow, rows * W * 4)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_bias, rows * W * 4)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_work, rows * V * 4)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_parts, rows * MS__CUDA_MAX_PARTS * 24)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_tokens, rows * 4)) != MS__CUDA_SUCCESS ||
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS)) {
+    ms__cu_msg(msg, msg_size, "cuMemAlloc (%llu bytes in all): %s", (unsigned long long)ms_cuda_workspace_size(desc), ms__cu_errstr(e));
+    goto fail;
+  }
+  for (i = 0; i < 2; i++) {
+    if ((e = d->mem_alloc_host(&cu->stage[i], cu->blob_bytes)) != MS__CUDA_SUCCESS ||
+        (e = d->event_create(&cu->ev[i], MS__CU_EVENT_DISABLE_TIMING)) != MS__CUDA_SUCCESS) {
+      ms__cu_msg(msg, msg_size, "pinned staging / events: %s", ms__cu_errstr(e));
+      goto fail;
+    }
+  }
+  if (cu->max_slots > 0) {
+    /* empty sequences until ms_cuda_seq_reset */
+    if ((e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS ||
+        (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS ||
+        (e = d->ctx_synchronize()) != MS__CUDA_SUCCESS) {
+      ms__cu_msg(msg, msg_size, "clearing the sequences: %s", ms__cu_errstr(e));
+      rc = MS_ERR_DEVICE;
+      goto fail;
+    }
+  }
+  ms__cuda_leave(pushed);
+  ms__cu_msg(msg, msg_size, "%s (%s, %d SMs)", cu->name, cu->target, cu->sm_count);
+  *out = cu;
+  return MS_OK;
+fail:
+  ms__cuda_leave(pushed);
+  ms_cuda_destroy(cu);
+  return rc;
+}
+
+MSDEF const char *ms_cuda_target(const ms_cuda *cu) { return cu ? cu->target : ""; }
+MSDEF const char *ms_cuda_device_name(const ms_cuda *cu) { return cu ? cu->name : ""; }
+
+/* -- packing ------------------------------------------------------------------ */
+
+/* Sorts bias (token, value) pairs by token (shell sort, in place). */
+static void ms__cuda_sort_bias(int32_t *tok, float *val, int32_t n) {
+  int32_t gap, i, j;
+  for (gap = n / 2; gap > 0; gap /= 2) {
+    for (i = gap; i < n; i++) {
+      int32_t t = tok[i];
+      float v = val[i];
+      for (j = i; j >= gap && tok[j - gap] > t; j -= gap) { tok[j] = tok[j - gap]; val[j] = val[j - gap]; }
+      tok[j] = t; val[j] = v;
+    }
+  }
+}
+
+/* Packs the rows into the staging buffer: rows, then the lists. Returns
+   the bytes used, or 0 when the lists do not fit. */
+static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, int accept_ok,
+                            int *any_mask, ms_result *first_err) {
+  ms__cuda_row *rows = (ms__cuda_row *)stage;
+  int32_t *words = (int32_t *)stage;
+  const int32_t V = b->vocab, nw = ms__cuda_words(b->vocab);
+  size_t used = (size_t)b->n_rows * sizeof(ms__cuda_row) / 4;   /* in words */
+  const size_t cap = cu->blob_bytes / 4;
+  int32_t r, j;
+  *any_mask = 0;
+  *first_err = MS_OK;
+  for (r = 0; r < b->n_rows; r++) {
+    ms__cuda_row *R = &rows[r];
+    const ms_params *p = b->params[r];
+    ms_result rc;
+    int prof, flags = 0;
+    int32_t slot = b->slots ? b->slots[r] : -1;
+    float T;
+    memset(R, 0, sizeof *R);
+    R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f;
+    rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
+    if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
+    if (rc == MS_OK && p->profile != MS_PROFILE_VLLM && p->profile != MS_PROFILE_HF) rc = MS_ERR_UNSUPPORTED;
+    if (b->row_results) b->row_results[r] = rc;
+    if (rc != MS_OK) {
+      R->status = (int32_t)rc;
+      if (*first_err == MS_OK) *first_err = rc;
+      continue;
+    }
+    prof = p->profile == MS_PROFILE_HF ? 1 : 0;
+    if (prof) flags |= MS__CUDA_F_HF;
+    /* greedy below the profile's threshold; vLLM raises 0 < T < 0.01 */
+    T = p->temperature;
+    if (!(T >= ms__cuda_greedy_below[prof])) flags |= MS__CUDA_F_GREEDY;
+    else {
+      if (T < ms__cuda_temp_floor[prof]) T = ms__cuda_temp_floor[prof];
+      R->inv_temp = 1.0f / T;
+    }
+    R->top_k = (p->top_k > 0 && p->top_k < V) ? p->top_k : 0;
+    R->top_p = p->top_p;
+    R->min_p = p->min_p;
+    R->presence = p->presence_penalty;
+    R->frequency = p->frequency_penalty;
+    R->repetition = p->repetition_penalty;
+    R->slot = slot;
+    R->min_tokens = p->min_tokens;
+    R->eos = p->eos_token_id;
+    R->logprobs = p->logprobs;
+    R->seed = b->seeds ? b->seeds[r] : (p->has_seed ? p->seed : ms_fresh_seed(cu->salt++));
+    R->position = b->positions ? b->positions[r] : 0;
+    if (!b->positions && slot >= 0) flags |= MS__CUDA_F_POS_SLOT;
+    if (slot >= 0 && accept_ok) flags |= MS__CUDA_F_ACCEPT;
+    if (slot >= 0 && (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f))
+      flags |= MS__CUDA_F_PEN;
+    if (p->min_tokens > 0 && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) flags |= MS__CUDA_F_MINTOK;
+    if (p->logprobs >= 0) flags |= p->logprobs_mode == MS_LOGPROBS_PROCESSED ? MS__CUDA_F_LP_PROC : MS__CUDA_F_RAW_LSE;
+    if (p->allowed_ids) {
+      flags |= MS__CUDA_F_ALLOWED;
+      if (used + (size_t)p->n_allowed_ids > cap) return 0;
+      R->allowed_off = (int32_t)used; R->n_allowed = p->n_allowed_ids;
+      if (p->n_allowed_ids > 0) memcpy(words + used, p->allowed_ids, (size_t)p->n_allowed_ids * 4);
+      used += (size_t)p->n_allowed_ids;
+    }
+    if (p->n_banned_ids > 0) {
+      if (used + (size_t)p->n_banned_ids > cap) return 0;
+      R->banned_off = (int32_t)used; R->n_banned = p->n_banned_ids;
+      memcpy(words + used, p->banned_ids, (size_t)p->n_banned_ids * 4);
+      used += (size_t)p->n_banned_ids;
+    }
+    if ((flags & MS__CUDA_F_MINTOK) && p->n_stop_token_ids > 0) {
+      if (used + (size_t)p->n_stop_token_ids > cap) return 0;
+      R->stop_off = (int32_t)used; R->n_stop = p->n_stop_token_ids;
+      memcpy(words + used, p->stop_token_ids, (size_t)p->n_stop_token_ids * 4);
+      used += (size_t)p->n_stop_token_ids;
+    }
+    if (p->token_bitmask) {
+      if (used + (size_t)nw > cap) return 0;
+      R->bitmask_off = (int32_t)used;
+      memcpy(words + used, p->token_bitmask, (size_t)nw * 4);
+      used += (size_t)nw;
+    }
+    if (p->n_logit_bias > 0) {
+      /* sorted unique tokens; duplicates add up, each clamped (as the CPU) */
+      int32_t *tok = words + used, n = 0;
+      float *val;
+      float c = ms__cuda_bias_clamp[prof];
+      if (used + 2 * (size_t)p->n_logit_bias > cap) return 0;
+      val = (float *)(words + used + (size_t)p->n_logit_bias);
+      for (j = 0; j < p->n_logit_bias; j++) {
+        float v = p->logit_bias[j].bias;
+        if (c > 0.0f) { if (v > c) v = c; if (v < -c) v = -c; }
+        tok[j] = p->logit_bias[j].token;
+        val[j] = v;
+      }
+      ms__cuda_sort_bias(tok, val, p->n_logit_bias);
+      for (j = 0; j < p->n_logit_bias; j++) {
+        if (n > 0 && tok[n - 1] == tok[j]) val[n - 1] += val[j];
+        else { tok[n] = tok[j]; val[n] = val[j]; n++; }
+      }
+      /* values right after the n tokens */
+      memmove(tok + n, val, (size_t)n * 4);
+      R->bias_tok_off = (int32_t)used; R->n_bias = n; R->bias_val_off = (int32_t)used + n;
+      used += 2 * (size_t)n;
+      flags |= MS__CUDA_F_BIAS;
+    }
+    if (p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || (flags & MS__CUDA_F_MINTOK)) flags |= MS__CUDA_F_MASK;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN)) flags |= MS__CUDA_F_WORK;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *any_mask = 1;
+    R->flags = flags;
+  }
+  return used * 4;
+}
+
+static ms_result ms__cuda_launch(ms__CUhandle fn, unsigned gx, unsigned gy, unsigned threads,
+                                 ms__CUhandle stream, void *args) {
+  void *params[1];
+  params[0] = args;
+  return ms__cu_g.drv.launch(fn, gx, gy, 1, threads, 1, 1, 0, stream, params, NULL) == MS__CUDA_SUCCESS
+             ? MS_OK : MS_ERR_DEVICE;
+}
+
+static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b, void *probs, size_t probs_stride) {
+  const ms__cu_driver *d = &ms__cu_g.drv;
+  ms__cuda_args A;
+  ms_result rc = MS_OK, first_err;
+  int pushed = 0, any_mask = 0, s;
+  size_t bytes;
+  int32_t G = 0;
+  if (!cu || !b || !b->params || !b->logits || (!b->tokens && !probs)) return MS_ERR_NULL_ARGUMENT;
+  if (b->vocab < 1 || b->vocab > cu->max_vocab) return MS_ERR_BAD_VOCAB;
+  if (b->n_rows < 1 || b->n_rows > cu->max_rows || b->row_stride < (size_t)b->vocab) return MS_ERR_INVALID_PARAM;
+  if (probs && probs_stride < (size_t)b->vocab) return MS_ERR_INVALID_PARAM;
+  if (b->top && b->top_stride < 1) return MS_ERR_INVALID_PARAM;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+
+  /* staging: wait for the upload of two calls ago (normally long done) */
+  s = cu->stage_next;
+  cu->stage_next ^= 1;
+  if (cu->ev_used[s] && d->event_synchronize(cu->ev[s]) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
+  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, &any_mask, &first_err);
+  if (bytes == 0) { rc = MS_ERR_CAPACITY; goto done; }
+  if (d->memcpy_htod_async(cu->d_blob, cu->stage[s], bytes, stream) != MS__CUDA_SUCCESS ||
+      d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
+  cu->ev_used[s] = 1;
+
+  /* blocks per row: small batches split the first pass over the row */
+  if (cu->split > 0) G = cu->split;
+  else if (cu->split == 0) {
+    G = (2 * cu->sm_count + b->n_rows - 1) / b->n_rows;
+    if (G > b->vocab / 4096) G = b->vocab / 4096;
+  }
+  if (G > MS__CUDA_MAX_PARTS) G = MS__CUDA_MAX_PARTS;
+  if (G <= 1) G = 0;
+
+  memset(&A, 0, sizeof A);
+  A.logits = (uint64_t)(uintptr_t)b->logits;
+  A.stride = (uint64_t)b->row_stride;
+  A.blob = (uint64_t)cu->d_blob;
+  A.allow_bits = (uint64_t)cu->d_allow;
+  A.bias_bits = (uint64_t)cu->d_bias;
+  A.work = (uint64_t)cu->d_work;
+  A.parts = (uint64_t)cu->d_parts;
+  A.seq_state = (uint64_t)cu->d_seq_state;
+  A.seq_len = (uint64_t)cu->d_seq_len;
+  A.seq_stride = (uint64_t)cu->max_vocab;
+  A.tokens = b->tokens ? (uint64_t)(uintptr_t)b->tokens : (uint64_t)cu->d_tokens;
+  A.out = (uint64_t)(uintptr_t)b->out;
+  A.top = (uint64_t)(uintptr_t)b->top;
+  A.probs = (uint64_t)(uintptr_t)probs;
+  A.probs_stride = (uint64_t)probs_stride;
+  A.n_rows = b->n_rows;
+  A.vocab = b->vocab;
+  A.words = cu->words;
+  A.n_parts = G;
+  A.chunk = G ? (((b->vocab + G - 1) / G + 31) / 32) * 32 : b->vocab;
+  A.top_stride = b->top ? b->top_stride : 0;
+  A.n_slots = cu->max_slots;
+
+  if (any_mask && (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  if (G > 0 && (rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  if ((rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
+  if (b->host_tokens && b->tokens &&
+      d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {
+    rc = MS_ERR_DEVICE;
+    goto done;
+  }
+  rc = first_err;
+done:
+  ms__cuda_leave(pushed);
+  return rc;
+}
+
+MSDEF ms_result ms_cuda_sample(ms_cuda *cu, void *stream, const ms_cuda_batch *batch) {
+  if (batch && !batch->tokens) return MS_ERR_NULL_ARGUMENT;
+  return ms__cuda_run(cu, stream, batch, NULL, 0);
+}
+
+MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *batch, void *probs, size_t probs_stride) {
+  if (!probs) return MS_ERR_NULL_ARGUMENT;
+  return ms__cuda_run(cu, stream, batch, probs, probs_stride);
+}
+
+/* -- device-side sequences ----------------------------------------------------- */
+
+MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt) {
+  const ms__cu_driver *d = &ms__cu_g.drv;
+  ms__cuda_seq_args S;
+  ms_result rc = MS_OK;
+  int pushed = 0;
+  unsigned grid;
+  if (!cu) return MS_ERR_NULL_ARGUMENT;
+  if (slot < 0 || slot >= cu->max_slots || n_prompt < 0) return MS_ERR_INVALID_PARAM;
+  if (n_prompt > 0 && !prompt) return MS_ERR_NULL_ARGUMENT;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  if (d->memset_d32_async(cu->d_seq_state + (ms__CUdeviceptr)slot * (ms__CUdeviceptr)cu->max_vocab * 4u, 0u,
+                          (size_t)cu->max_vocab, stream) != MS__CUDA_SUCCESS) rc = MS_ERR_DEVICE;
+  if (rc == MS_OK) {
+    memset(&S, 0, sizeof S);
+    S.seq_state = (uint64_t)cu->d_seq_state; S.seq_len = (uint64_t)cu->d_seq_len;
+    S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)prompt;
+    S.slot = slot; S.n = n_prompt; S.vocab = cu->max_vocab; S.n_slots = cu->max_slots;
+    grid = (unsigned)((n_prompt + MS__CUDA_THREADS - 1) / MS__CUDA_THREADS);
+    if (grid < 1) grid = 1;
+    if (grid > 1024) grid = 1024;
+    rc = ms__cuda_launch(cu->fn[MS__K_SEQ_PROMPT], grid, 1, MS__CUDA_THREADS, stream, &S);
+  }
+  ms__cuda_leave(pushed);
+  return rc;
+}
+
+MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots, const void *tokens, int32_t n) {
+  ms__cuda_seq_args S;
+  ms_result rc;
+  int pushed = 0;
+  unsigned grid;
+  if (!cu || (n > 0 && (!slots || !tokens))) return MS_ERR_NULL_ARGUMENT;
+  if (n <= 0 || cu->max_slots == 0) return MS_OK;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  memset(&S, 0, sizeof S);
+  S.seq_state = (uint64_t)cu->d_seq_state; S.seq_len = (uint64_t)cu->d_seq_len;
+  S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)tokens; S.slots = (uint64_t)(uintptr_t)slots;
+  S.slot = -1; S.n = n; S.vocab = cu->max_vocab; S.n_slots = cu->max_slots;
+  grid = (unsigned)((n + MS__CUDA_THREADS - 1) / MS__CUDA_THREADS);
+  if (grid > 1024) grid = 1024;
+  rc = ms__cuda_launch(cu->fn[MS__K_SEQ_ACCEPT], grid, 1, MS__CUDA_THREADS, stream, &S);
+  ms__cuda_leave(pushed);
+  return rc;
+}
+
+/* -- helpers -------------------------------------------------------------------- */
+
+MSDEF ms_result ms_cuda_malloc(ms_cuda *cu, void **ptr, size_t bytes) {
+  ms__CUdeviceptr p = 0;
+  int pushed = 0;
+  ms__CUresult e;
+  if (!cu || !ptr) return MS_ERR_NULL_ARGUMENT;
+  *ptr = NULL;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  e = ms__cu_g.drv.mem_alloc(&p, bytes ? bytes : 1);
+  ms__cuda_leave(pushed);
+  if (e != MS__CUDA_SUCCESS) return MS_ERR_DEVICE;
+  *ptr = (void *)(uintptr_t)p;
+  return MS_OK;
+}
+
+MSDEF void ms_cuda_free(ms_cuda *cu, void *ptr) {
+  int pushed = 0;
+  if (!cu || !ptr) return;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return;
+  ms__cu_g.drv.mem_free((ms__CUdeviceptr)(uintptr_t)ptr);
+  ms__cuda_leave(pushed);
+}
+
+MSDEF ms_result ms_cuda_upload(ms_cuda *cu, void *dst, const void *src, size_t bytes) {
+  int pushed = 0;
+  ms__CUresult e;
+  if (!cu || !dst || !src) return MS_ERR_NULL_ARGUMENT;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  e = ms__cu_g.drv.memcpy_htod((ms__CUdeviceptr)(uintptr_t)dst, src, bytes);
+  ms__cuda_leave(pushed);
+  return e == MS__CUDA_SUCCESS ? MS_OK : MS_ERR_DEVICE;
+}
+
+MSDEF ms_result ms_cuda_download(ms_cuda *cu, void *dst, const void *src, size_t bytes) {
+  int pushed = 0;
+  ms__CUresult e;
+  if (!cu || !dst || !src) return MS_ERR_NULL_ARGUMENT;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  e = ms__cu_g.drv.memcpy_dtoh(dst, (ms__CUdeviceptr)(uintptr_t)src, bytes);
+  ms__cuda_leave(pushed);
+  return e == MS__CUDA_SUCCESS ? MS_OK : MS_ERR_DEVICE;
+}
+
+MSDEF ms_result ms_cuda_sync(ms_cuda *cu, void *stream) {
+  int pushed = 0;
+  ms__CUresult e;
+  if (!cu) return MS_ERR_NULL_ARGUMENT;
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  e = ms__cu_g.drv.stream_synchronize(stream);
+  ms__cuda_leave(pushed);
+  return e == MS__CUDA_SUCCESS ? MS_OK : MS_ERR_DEVICE;
+}
+
+#endif /* MYSAMPLE_CUDA_IMPLEMENTATION */

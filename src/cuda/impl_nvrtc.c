@@ -1,0 +1,300 @@
+/* ---- implementation: compiling with NVRTC, memory and disk caches ---------- */
+
+/* The kernels of the module (extern "C" names in kernels.cu). */
+static const char *const ms__cu_kernel_names[] = {
+  "ms_k_mask", "ms_k_stats", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", NULL
+};
+enum { MS__K_MASK, MS__K_STATS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_COUNT_ };
+
+/* NVRTC options besides the target: fixed, and part of the cache key. */
+static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
+
+/* A compiled binary held for the life of the process. */
+typedef struct ms__cu_bin {
+  struct ms__cu_bin *next;
+  char key[256];
+  char target[24];
+  int is_ptx;
+  size_t size;
+  char *data;
+} ms__cu_bin;
+
+static ms__cu_mutex ms__cu_compile_mu = MS__CU_MUTEX_INIT;
+static ms__cu_bin *ms__cu_bins;      /* the in-memory cache (guarded by ms__cu_compile_mu) */
+static char *ms__cu_source;          /* the joined kernel source */
+static unsigned long long ms__cu_source_hash;
+
+static unsigned long long ms__cu_fnv(const void *p, size_t n, unsigned long long h) {
+  const unsigned char *b = (const unsigned char *)p;
+  size_t i;
+  for (i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ULL; }
+  return h;
+}
+#define MS__CU_FNV0 14695981039346656037ULL
+
+/* Joins the embedded chunks once (under ms__cu_compile_mu). */
+static const char *ms__cu_get_source(void) {
+  size_t n = 0, i;
+  char *s;
+  if (ms__cu_source) return ms__cu_source;
+  for (i = 0; ms__cuda_src_kernels[i]; i++) n += strlen(ms__cuda_src_kernels[i]);
+  s = (char *)MS__CU_MALLOC(n + 1);
+  if (!s) return NULL;
+  n = 0;
+  for (i = 0; ms__cuda_src_kernels[i]; i++) {
+    size_t l = strlen(ms__cuda_src_kernels[i]);
+    memcpy(s + n, ms__cuda_src_kernels[i], l);
+    n += l;
+  }
+  s[n] = 0;
+  ms__cu_source_hash = ms__cu_fnv(s, n, MS__CU_FNV0);
+  ms__cu_source = s;
+  return s;
+}
+
+/* -- the disk cache ------------------------------------------------------------
+   One file per key, <dir>/cuda-<16 hex of the key hash>.bin: a header line
+   "mysample-cuda-cache 1 <key> <size>\n" then the binary. Written to a
+   temporary name and renamed, so readers never see half a file. */
+
+static int ms__cu_mkdir_p(const char *dir) {
+  char buf[512];
+  size_t n = strlen(dir), i;
+  if (n == 0 || n >= sizeof buf) return -1;
+  memcpy(buf, dir, n + 1);
+  for (i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == '\\' || buf[i] == 0) {
+      char c = buf[i];
+      buf[i] = 0;
+#ifdef _WIN32
+      if (!(i == 2 && buf[1] == ':')) _mkdir(buf);
+#else
+      mkdir(buf, 0755);
+#endif
+      buf[i] = c;
+    }
+  }
+  {
+#ifdef _WIN32
+    DWORD a = GetFileAttributesA(dir);
+    return (a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY)) ? 0 : -1;
+#else
+    struct stat st;
+    return (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
+#endif
+  }
+}
+
+/* The cache directory into buf; returns 0 when the disk cache is off. */
+static int ms__cu_cache_dir(const ms_cuda_compile_opts *o, char *buf, size_t size) {
+  const char *e;
+  if (o && o->no_disk_cache) return 0;
+  if (o && o->cache_dir) {
+    if (!o->cache_dir[0]) return 0;
+    snprintf(buf, size, "%s", o->cache_dir);
+    return 1;
+  }
+  e = ms__cu_getenv("MYSAMPLE_CUDA_CACHE");
+  if (e) {
+    if (!strcmp(e, "off") || !strcmp(e, "0")) return 0;
+    snprintf(buf, size, "%s", e);
+    return 1;
+  }
+  if ((e = ms__cu_getenv("XDG_CACHE_HOME")) != NULL) { snprintf(buf, size, "%s/mysample", e); return 1; }
+#ifdef _WIN32
+  if ((e = ms__cu_getenv("LOCALAPPDATA")) != NULL) { snprintf(buf, size, "%s\\mysample", e); return 1; }
+#endif
+  if ((e = ms__cu_getenv("HOME")) != NULL) { snprintf(buf, size, "%s/.cache/mysample", e); return 1; }
+  return 0;
+}
+
+static char *ms__cu_read_cache(const char *file, const char *key, size_t *size) {
+  FILE *f = fopen(file, "rb");
+  char head[400], want[400];
+  char *data = NULL;
+  unsigned long long n;
+  if (!f) return NULL;
+  if (!fgets(head, sizeof head, f)) { fclose(f); return NULL; }
+  if (sscanf(head, "mysample-cuda-cache 1 %*s %llu", &n) != 1 || n == 0 || n > (1ULL << 30)) { fclose(f); return NULL; }
+  snprintf(want, sizeof want, "mysample-cuda-cache 1 %s %llu\n", key, n);
+  if (strcmp(head, want) != 0) { fclose(f); return NULL; }
+  data = (char *)MS__CU_MALLOC((size_t)n);
+  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) { MS__CU_FREE(data); data = NULL; }
+  fclose(f);
+  if (data) *size = (size_t)n;
+  return data;
+}
+
+static void ms__cu_write_cache(const char *dir, const char *file, const char *key, const char *data, size_t size) {
+  char tmp[560];
+  static unsigned ms__cu_tmp_counter;
+  FILE *f;
+  int ok;
+  if (ms__cu_mkdir_p(dir) != 0) return;
+#ifdef _WIN32
+  snprintf(tmp, sizeof tmp, "%s.%lu.%u.tmp", file, (unsigned long)GetCurrentProcessId(), ms__cu_tmp_counter++);
+#else
+  snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", file, (long)getpid(), ms__cu_tmp_counter++);
+#endif
+  f = fopen(tmp, "wb");
+  if (!f) return;
+  ok = fprintf(f, "mysample-cuda-cache 1 %s %llu\n", key, (unsigned long long)size) > 0;
+  ok = ok && fwrite(data, 1, size, f) == size;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok) { remove(tmp); return; }
+#ifdef _WIN32
+  if (!MoveFileExA(tmp, file, MOVEFILE_REPLACE_EXISTING)) remove(tmp);
+#else
+  if (rename(tmp, file) != 0) remove(tmp);
+#endif
+}
+
+/* Is `name` in the binary? (the symbol table of a CUBIN or ".entry name" in PTX) */
+static int ms__cu_has_symbol(const char *data, size_t size, const char *name) {
+  size_t n = strlen(name), i;
+  for (i = 0; i + n < size; i++) {
+    if (data[i] == name[0] && !memcmp(data + i, name, n)) {
+      char after = data[i + n];
+      char before = i ? data[i - 1] : 0;
+      if ((after == 0 || after == '(' || after == ' ') && (before == 0 || before == ' ' || before == '\t')) return 1;
+    }
+  }
+  return 0;
+}
+
+/* Picks the target for compute capability sm from NVRTC's supported list. */
+static int ms__cu_pick_target(int sm, char *target, size_t size, int *is_ptx) {
+  const ms__cu_global *g = &ms__cu_g;
+  int i, best = -1;
+  for (i = 0; i < g->n_archs; i++) {
+    if (g->archs[i] == sm) { snprintf(target, size, "sm_%d", sm); *is_ptx = 0; return 1; }
+    if (g->archs[i] < sm && g->archs[i] > best) best = g->archs[i];
+  }
+  if (best < 0) return 0;
+  snprintf(target, size, "compute_%d", best);
+  *is_ptx = 1;
+  return 1;
+}
+
+/* Finds or makes the binary for sm. On success *out points into the
+   in-memory cache (never freed). Caller holds ms__cu_compile_mu. */
+static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms_cuda_compile_info *info,
+                                       const ms__cu_bin **out, char *log, size_t log_size) {
+  const ms__cu_global *g = &ms__cu_g;
+  const ms__cu_nvrtc *r = &g->rtc;
+  char target[24], key[256], dir[400], file[480], archopt[40];
+  const char *opts[8];
+  const char *src;
+  int is_ptx = 0, n_opts = 0, i, disk;
+  unsigned long long opt_hash = MS__CU_FNV0;
+  ms__cu_bin *b;
+  char *data = NULL;
+  size_t size = 0;
+  int source = 0;
+  ms__nvrtcProgram prog = NULL;
+  int e;
+
+  src = ms__cu_get_source();
+  if (!src) { ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
+  if (!ms__cu_pick_target(sm, target, sizeof target, &is_ptx)) {
+    ms__cu_msg(log, log_size, "NVRTC %d.%d supports no architecture at or below sm_%d (oldest: sm_%d); "
+               "point MYSAMPLE_NVRTC_PATH at an older NVRTC", g->rtc_major, g->rtc_minor, sm, g->archs[0]);
+    return MS_ERR_COMPILE;
+  }
+  snprintf(archopt, sizeof archopt, "-arch=%s", target);
+  opts[n_opts++] = archopt;
+  for (i = 0; ms__cu_opts[i]; i++) opts[n_opts++] = ms__cu_opts[i];
+  for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
+  snprintf(key, sizeof key, "v%s-nvrtc%d.%d-%s-src%016llx-opt%016llx", MYSAMPLE_VERSION_STRING,
+           g->rtc_major, g->rtc_minor, target, ms__cu_source_hash, opt_hash);
+  if (info) {
+    snprintf(info->target, sizeof info->target, "%s", target);
+    info->is_ptx = is_ptx;
+    info->nvrtc_major = g->rtc_major;
+    info->nvrtc_minor = g->rtc_minor;
+    info->cache_file[0] = 0;
+  }
+  /* 1. memory */
+  if (!(o && o->no_memory_cache)) {
+    for (b = ms__cu_bins; b; b = b->next) if (!strcmp(b->key, key)) { *out = b; if (info) info->source = 1; return MS_OK; }
+  }
+  /* 2. disk */
+  disk = ms__cu_cache_dir(o, dir, sizeof dir);
+  if (disk) {
+    snprintf(file, sizeof file, "%s/cuda-%016llx.bin", dir, ms__cu_fnv(key, strlen(key), MS__CU_FNV0));
+    if (info) snprintf(info->cache_file, sizeof info->cache_file, "%s", file);
+    data = ms__cu_read_cache(file, key, &size);
+    if (data) source = 2;
+  }
+  /* 3. NVRTC */
+  if (!data) {
+    size_t ls = 0;
+    e = r->create(&prog, src, "mysample_kernels.cu", 0, NULL, NULL);
+    if (e != 0) { ms__cu_msg(log, log_size, "nvrtcCreateProgram: %s", r->error_string(e)); return MS_ERR_COMPILE; }
+    e = r->compile(prog, n_opts, opts);
+    if (e != 0) {
+      int w;
+      if (r->log_size(prog, &ls) == 0 && ls > 1 && log && log_size > 0) {
+        char *full = (char *)MS__CU_MALLOC(ls + 1);
+        if (full && r->log(prog, full) == 0) {
+          full[ls] = 0;
+          w = snprintf(log, log_size, "nvrtcCompileProgram (%s): %s\n", target, r->error_string(e));
+          if (w > 0 && (size_t)w < log_size) snprintf(log + w, log_size - (size_t)w, "%s", full);
+        } else ms__cu_msg(log, log_size, "nvrtcCompileProgram (%s): %s", target, r->error_string(e));
+        if (full) MS__CU_FREE(full);
+      } else ms__cu_msg(log, log_size, "nvrtcCompileProgram (%s): %s", target, r->error_string(e));
+      r->destroy(&prog);
+      return MS_ERR_COMPILE;
+    }
+    e = is_ptx ? r->ptx_size(prog, &size) : r->cubin_size(prog, &size);
+    if (e != 0 || size == 0) { ms__cu_msg(log, log_size, "NVRTC produced no binary"); r->destroy(&prog); return MS_ERR_COMPILE; }
+    data = (char *)MS__CU_MALLOC(size);
+    if (!data) { r->destroy(&prog); ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
+    e = is_ptx ? r->ptx(prog, data) : r->cubin(prog, data);
+    r->destroy(&prog);
+    if (e != 0) { MS__CU_FREE(data); ms__cu_msg(log, log_size, "NVRTC: %s", r->error_string(e)); return MS_ERR_COMPILE; }
+    if (disk) ms__cu_write_cache(dir, file, key, data, size);
+  }
+  b = (ms__cu_bin *)MS__CU_MALLOC(sizeof *b);
+  if (!b) { MS__CU_FREE(data); ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
+  memset(b, 0, sizeof *b);
+  snprintf(b->key, sizeof b->key, "%s", key);
+  snprintf(b->target, sizeof b->target, "%s", target);
+  b->is_ptx = is_ptx;
+  b->size = size;
+  b->data = data;
+  b->next = ms__cu_bins;
+  ms__cu_bins = b;
+  if (info) info->source = source;
+  *out = b;
+  return MS_OK;
+}
+
+MSDEF ms_result ms_cuda_compile(int32_t sm, const ms_cuda_compile_opts *opts,
+                                ms_cuda_compile_info *info, char *log, size_t log_size) {
+  ms_result rc;
+  const ms__cu_bin *b = NULL;
+  double t0 = ms__cu_now();
+  int i;
+  if (log && log_size) log[0] = 0;
+  if (info) {
+    memset(info, 0, sizeof *info);
+    for (i = 0; ms__cu_kernel_names[i] && i < MS_CUDA_MAX_KERNELS; i++) info->kernel[i] = ms__cu_kernel_names[i];
+    info->n_kernels = i;
+  }
+  if (sm < 10 || sm > 10000) { ms__cu_msg(log, log_size, "bad compute capability %d (want e.g. 90 for sm_90)", (int)sm); return MS_ERR_INVALID_PARAM; }
+  rc = ms_cuda_load_nvrtc(opts ? opts->nvrtc_path : NULL, log, log_size);
+  if (rc != MS_OK) return rc;
+  if (log && log_size) log[0] = 0;
+  ms__cu_lock(&ms__cu_compile_mu);
+  rc = ms__cu_compile_locked(sm, opts, info, &b, log, log_size);
+  ms__cu_unlock(&ms__cu_compile_mu);
+  if (info) {
+    info->seconds = ms__cu_now() - t0;
+    if (rc == MS_OK) {
+      info->binary_size = b->size;
+      for (i = 0; i < info->n_kernels; i++) info->kernel_found[i] = ms__cu_has_symbol(b->data, b->size, info->kernel[i]);
+    }
+  }
+  return rc;
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# CI checks of mysample_cuda.h: the header compiles alone as C99/C11 and
+# C++11/17 (-Wall -Wextra -Wpedantic -Werror, gcc and clang), in two
+# translation units with MYSAMPLE_STATIC; tools/embed.sh keeps every
+# literal short; then, where NVRTC loads, `mysample cuda-compile` and the
+# missing-NVRTC path. Prints PASS/FAIL/SKIP lines; exits non-zero on FAIL.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+headers_only=0; [ "${1:-}" = "--headers-only" ] && headers_only=1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass() { echo "PASS $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+W="-Wall -Wextra -Wpedantic -Werror"
+
+cat > "$tmp/impl.c" <<'C'
+#define MYSAMPLE_IMPLEMENTATION
+#define MYSAMPLE_CUDA_IMPLEMENTATION
+#include "mysample_cuda.h"
+int main(void) { char m[256]; return ms_cuda_load_nvrtc(0, m, sizeof m) == MS_OK ? 0 : 0; }
+C
+cat > "$tmp/decl.c" <<'C'
+#include "mysample_cuda.h"
+int ms_other(void);
+int ms_other(void) { return (int)sizeof(ms_cuda_batch) + (int)sizeof(ms_cuda_out); }
+C
+cat > "$tmp/static2.c" <<'C'
+#define MYSAMPLE_STATIC
+#define MYSAMPLE_IMPLEMENTATION
+#define MYSAMPLE_CUDA_IMPLEMENTATION
+#include "mysample_cuda.h"
+int ms_tu2(void);
+int ms_tu2(void) { char m[64]; return (int)ms_cuda_load_nvrtc(0, m, sizeof m); }
+C
+cat > "$tmp/static1.c" <<'C'
+#define MYSAMPLE_STATIC
+#define MYSAMPLE_IMPLEMENTATION
+#define MYSAMPLE_CUDA_IMPLEMENTATION
+#include "mysample_cuda.h"
+int ms_tu2(void);
+int main(void) { char m[64]; return ((int)ms_cuda_load_nvrtc(0, m, sizeof m) + ms_tu2()) < 0; }
+C
+for cc in gcc clang; do
+  command -v $cc >/dev/null || { echo "SKIP cuda header $cc: not installed"; continue; }
+  for std in c99 c11; do
+    if $cc -std=$std $W -I. -o "$tmp/a" "$tmp/impl.c" "$tmp/decl.c" -lm -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cc -std=$std"; else cat "$tmp/err"; bad "cuda header $cc -std=$std"; fi
+  done
+  # -Wno-unused-function: MSDEF is plain `static` under MYSAMPLE_STATIC (api_core.h)
+  if $cc -std=c99 $W -Wno-unused-function -I. -o "$tmp/s" "$tmp/static1.c" "$tmp/static2.c" -lm -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cc MYSAMPLE_STATIC in two units"; else cat "$tmp/err"; bad "cuda header $cc MYSAMPLE_STATIC in two units"; fi
+done
+for cxx in g++ clang++; do
+  command -v $cxx >/dev/null || { echo "SKIP cuda header $cxx: not installed"; continue; }
+  for std in c++11 c++17; do
+    if $cxx -x c++ -std=$std $W -I. -o "$tmp/a" "$tmp/impl.c" -x c++ "$tmp/decl.c" -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cxx -std=$std"; else cat "$tmp/err"; bad "cuda header $cxx -std=$std"; fi
+  done
+done
+# every embedded literal run stays below MSVC's 2048-byte limit
+long=$(tools/embed.sh X src/cuda/kernels.cu | awk 'BEGIN{RS=",\n"} { if (length($0) > m) m = length($0) } END { print m + 0 }')
+if [ "$long" -lt 2000 ]; then pass "embed.sh chunks < 2000 bytes (longest $long)"; else bad "embed.sh chunk of $long bytes"; fi
+
+if [ $headers_only = 0 ]; then
+  [ -x build/mysample ] || make -s build/mysample >/dev/null
+  if build/mysample cuda-compile --help >/dev/null 2>&1; then
+    out=$(build/mysample cuda-compile 2>&1); rc=$?
+    if [ $rc = 3 ]; then echo "SKIP mysample cuda-compile: NVRTC not found"
+    elif [ $rc = 0 ]; then echo "$out"; pass "mysample cuda-compile sm_80 sm_90"
+    else echo "$out"; bad "mysample cuda-compile"; fi
+    out=$(MYSAMPLE_NVRTC_PATH=/nonexistent/libnvrtc.so build/mysample cuda-compile 2>&1); rc=$?
+    if [ $rc = 3 ] && echo "$out" | grep -q "/nonexistent/libnvrtc.so"; then pass "cuda-compile without NVRTC: exit 3 and a message"; else echo "$out"; bad "cuda-compile without NVRTC"; fi
+  fi
+fi
+exit $fail

@@ -1,0 +1,165 @@
+/* mysample bench: the standard CPU benchmark matrix of DESIGN.md. Every
+   figure comes with the floors (one max pass; max + sum of exp, with the
+   widest SIMD this CPU has) and a naive sort-based implementation, all
+   measured in the same run, so ratios survive noisy machines. */
+#define _POSIX_C_SOURCE 200112L
+#include "cli.h"
+#include "naive.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_double); return v[n / 2]; }
+
+static uint64_t bench_rng = 88172645463325252ull;
+static double bench_u(void) { bench_rng ^= bench_rng << 13; bench_rng ^= bench_rng >> 7; bench_rng ^= bench_rng << 17; return ((double)(bench_rng >> 11) + 0.5) / 9007199254740992.0; }
+static float bench_n(void) { double u = bench_u(), v = bench_u(); return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); }
+
+typedef struct bench_cfg { const char *name; float T; int k; float p, minp; int penalties, logprobs; } bench_cfg;
+static const bench_cfg CONFIGS[] = {
+  { "greedy",            0.0f, 0, 1.0f, 0.0f, 0, -1 },
+  { "temperature_0.8",   0.8f, 0, 1.0f, 0.0f, 0, -1 },
+  { "top_k_40",          1.0f, 40, 1.0f, 0.0f, 0, -1 },
+  { "top_p_0.9",         1.0f, 0, 0.9f, 0.0f, 0, -1 },
+  { "min_p_0.05",        1.0f, 0, 1.0f, 0.05f, 0, -1 },
+  { "combo",             0.7f, 50, 0.95f, 0.05f, 0, -1 },
+  { "combo_penalties",   0.7f, 50, 0.95f, 0.05f, 1, -1 },
+  { "combo_logprobs20",  0.7f, 50, 0.95f, 0.05f, 0, 20 },
+};
+#define N_CONFIGS ((int)(sizeof CONFIGS / sizeof CONFIGS[0]))
+
+static void usage(FILE *f) {
+  fprintf(f,
+    "usage: mysample bench [--vocab V] [--sigma S] [--config NAME] [--threads T] [--reps N] [--no-naive] [--json]\n"
+    "  Times the standard matrix (DESIGN.md) on N(0, sigma^2) logits, single thread,\n"
+    "  plus a 64-row batch on T threads (default 2). Defaults: every vocab of\n"
+    "  32000 128256 151936 262144, sigma 1 and 3, 101 repetitions (median).\n"
+    "  Keys: config vocab sigma threads us_per_row floor_max_us floor_softmax_us\n"
+    "  naive_us x_floor_max x_floor_softmax x_naive simd.\n");
+}
+
+int ms_cli_bench(int argc, char **argv) {
+  int32_t vocabs[4] = {32000, 128256, 151936, 262144}, n_vocabs = 4, vi;
+  float sigmas[2] = {1.0f, 3.0f};
+  int n_sigmas = 2, si, ci, i, reps = 101, json = 0, threads = 2, naive_on = 1;
+  const char *only = NULL;
+  ms_sampler *s = NULL, *s2 = NULL;
+  ms_sampler_desc d;
+  for (i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--vocab") && i + 1 < argc) { vocabs[0] = atoi(argv[++i]); n_vocabs = 1; }
+    else if (!strcmp(argv[i], "--sigma") && i + 1 < argc) { sigmas[0] = (float)atof(argv[++i]); n_sigmas = 1; }
+    else if (!strcmp(argv[i], "--config") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-naive")) naive_on = 0;
+    else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+    else { fprintf(stderr, "mysample bench: unknown flag '%s'\n", argv[i]); usage(stderr); return 2; }
+  }
+  if (reps < 3 || threads < 1 || threads > 64) { fprintf(stderr, "mysample bench: bad --reps or --threads\n"); return 2; }
+  for (vi = 0; vi < n_vocabs; vi++) if (vocabs[vi] < 2) { fprintf(stderr, "mysample bench: --vocab must be >= 2\n"); return 2; }
+  for (vi = 0; vi < n_vocabs; vi++) {
+    int32_t V = vocabs[vi];
+    float *x = (float *)malloc(sizeof(float) * (size_t)V * 64);
+    float *probs = (float *)malloc(sizeof(float) * (size_t)V);
+    double *t = (double *)malloc(sizeof(double) * (size_t)(reps > 64 ? reps : 64));
+    ms_seq *seq = NULL;
+    int32_t hist[1024];
+    if (!x || !probs || !t) { fprintf(stderr, "mysample bench: out of memory\n"); return 1; }
+    memset(&d, 0, sizeof d); d.max_vocab = V; d.n_workers = 1;
+    if (ms_sampler_create(&s, &d) != MS_OK) { fprintf(stderr, "mysample bench: sampler init failed\n"); return 1; }
+    d.n_workers = threads; d.use_builtin_pool = 1;
+    if (ms_sampler_create(&s2, &d) != MS_OK) { fprintf(stderr, "mysample bench: pool init failed\n"); return 1; }
+    ms_seq_create(&seq, 2048);
+    for (i = 0; i < 1024; i++) hist[i] = (int32_t)(bench_u() * bench_u() * V); /* skewed: repeats, like text */
+    for (si = 0; si < n_sigmas; si++) {
+      double fmax, fsm, sink = 0;
+      for (i = 0; i < V * 64; i++) x[i] = bench_n() * sigmas[si];
+      /* floors */
+      for (i = 0; i < reps; i++) { double t0 = now_us(); sink += ms_floor_pass(s, x, V, 0); t[i] = now_us() - t0; }
+      fmax = median(t, reps);
+      for (i = 0; i < reps; i++) { double t0 = now_us(); sink += ms_floor_pass(s, x, V, 1); t[i] = now_us() - t0; }
+      fsm = median(t, reps);
+      for (ci = 0; ci < N_CONFIGS; ci++) {
+        const bench_cfg *c = &CONFIGS[ci];
+        ms_params p = ms_params_default();
+        ms_output out;
+        ms_logprob top[20];
+        double us, naive_us = 0;
+        if (only && strcmp(only, c->name)) continue;
+        p.temperature = c->T; p.top_k = c->k; p.top_p = c->p; p.min_p = c->minp; p.logprobs = c->logprobs;
+        p.seed = 1; p.has_seed = 1;
+        if (c->penalties) { p.repetition_penalty = 1.1f; p.frequency_penalty = 0.5f; p.presence_penalty = 0.5f; }
+        ms_seq_reset(seq, hist, c->penalties ? 512 : 0, V, &p, 0);
+        if (c->penalties) for (i = 512; i < 1024; i++) ms_seq_accept(seq, hist[i]);
+        memset(&out, 0, sizeof out); out.top = top; out.top_capacity = 20;
+        for (i = 0; i < reps; i++) {
+          double t0;
+          ms_seq_set_position(seq, (uint64_t)i);
+          t0 = now_us();
+          if (ms_sample(s, x, V, &p, seq, &out) != MS_OK) { fprintf(stderr, "mysample bench: sample failed\n"); return 1; }
+          t[i] = now_us() - t0;
+          sink += out.token;
+        }
+        us = median(t, reps);
+        if (naive_on) {
+          int nr = 5;
+          for (i = 0; i < nr; i++) {
+            double t0 = now_us();
+            naive_probs(x, V, &p, ms_seq_tokens(seq), ms_seq_prompt_len(seq), ms_seq_tokens(seq) + ms_seq_prompt_len(seq), ms_seq_output_len(seq), probs);
+            t[i] = now_us() - t0;
+            sink += probs[0];
+          }
+          naive_us = median(t, nr);
+        }
+        if (json)
+          printf("{\"config\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": 1, \"us_per_row\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"naive_us\": %.1f, \"x_floor_max\": %.2f, \"x_floor_softmax\": %.2f, \"x_naive\": %.4f, \"simd\": \"%s\"}\n",
+                 c->name, (int)V, (double)sigmas[si], us, fmax, fsm, naive_us, us / fmax, us / fsm, naive_us > 0 ? us / naive_us : 0.0, ms_sampler_simd(s));
+        else
+          printf("%-18s V=%-6d sigma=%g  %8.2f us/row  %5.2fx floor_max  %5.2fx floor_softmax  naive %9.1f us  [%s]\n",
+                 c->name, (int)V, (double)sigmas[si], us, us / fmax, us / fsm, naive_us, ms_sampler_simd(s));
+        fflush(stdout);
+      }
+      if (!only || !strcmp(only, "batch64")) {
+        /* 64 rows of the combo config: 1 thread vs the pool */
+        const ms_params *pp[64];
+        ms_output outs[64];
+        ms_params p = ms_params_default();
+        ms_batch b;
+        double one, many;
+        int reps_b = reps / 4 > 5 ? reps / 4 : 5;
+        p.temperature = 0.7f; p.top_k = 50; p.top_p = 0.95f; p.min_p = 0.05f; p.seed = 3; p.has_seed = 1;
+        for (i = 0; i < 64; i++) pp[i] = &p;
+        memset(&b, 0, sizeof b);
+        b.n_rows = 64; b.vocab = V; b.logits = x; b.row_stride = (size_t)V; b.params = pp; b.out = outs;
+        for (i = 0; i < reps_b; i++) { double t0 = now_us(); ms_sample_batch(s, &b); t[i] = now_us() - t0; }
+        one = median(t, reps_b);
+        for (i = 0; i < reps_b; i++) { double t0 = now_us(); ms_sample_batch(s2, &b); t[i] = now_us() - t0; }
+        many = median(t, reps_b);
+        if (json)
+          printf("{\"config\": \"batch64_combo\", \"vocab\": %d, \"sigma\": %g, \"threads\": %d, \"us_per_row\": %.2f, \"us_per_row_1thread\": %.2f, \"speedup\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"simd\": \"%s\"}\n",
+                 (int)V, (double)sigmas[si], threads, many / 64, one / 64, one / many, fmax, fsm, ms_sampler_simd(s));
+        else
+          printf("%-18s V=%-6d sigma=%g  %8.2f us/row on %d threads, %8.2f us/row on 1: %.2fx\n",
+                 "batch64_combo", (int)V, (double)sigmas[si], many / 64, threads, one / 64, one / many);
+      }
+      if (sink == 12345.678) printf("#\n"); /* keep the work observable */
+    }
+    ms_seq_destroy(seq);
+    ms_sampler_destroy(s); ms_sampler_destroy(s2);
+    free(x); free(probs); free(t);
+  }
+  return 0;
+}
