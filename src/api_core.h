@@ -11,7 +11,9 @@
    implementation private to one translation unit); MYSAMPLE_DLL_EXPORT /
    MYSAMPLE_DLL_IMPORT add the Windows DLL attributes. */
 #ifndef MSDEF
-#  if defined(MYSAMPLE_STATIC)
+#  if defined(MYSAMPLE_STATIC) && (defined(__GNUC__) || defined(__clang__))
+#    define MSDEF static __attribute__((unused)) /* a file may use only part of the API */
+#  elif defined(MYSAMPLE_STATIC)
 #    define MSDEF static
 #  elif defined(_WIN32) && defined(MYSAMPLE_DLL_EXPORT)
 #    define MSDEF extern __declspec(dllexport)
@@ -101,7 +103,7 @@ typedef struct ms_bias {
    duration of every call that uses the params. */
 typedef struct ms_params {
   ms_profile profile;
-  float temperature;          /* 0 = greedy (vLLM: < 1e-5; values in (0, 0.01) are raised to 0.01) */
+  float temperature;          /* 0 = greedy (vLLM raises values in (0, 0.01) to 0.01 first, so only 0 is greedy) */
   int32_t top_k;              /* 0 or -1 = off */
   float top_p;                /* (0, 1]; 1 = off */
   float min_p;                /* [0, 1]; 0 = off */

@@ -14,6 +14,7 @@ typedef struct ms__rules {
   float temp_max;         /* validation upper bound, INFINITY = none */
   float bias_clamp;       /* |bias| clamp, INFINITY = none */
   int freq_presence;      /* the profile has frequency/presence penalties */
+  int rep_by_reciprocal;  /* repetition multiplies by 1/r (vLLM) instead of dividing (HF) */
   int pointwise[MS__P_COUNT_];
   int filters[MS__F_COUNT_];
 } ms__rules;
@@ -24,24 +25,27 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      penalties; greedy rows stop there; temperature; min_p (a logits
      processor on the full softmax); then apply_top_k_top_p: top-k keeps
      every logit >= the k-th largest, top-p runs on the softmax of what is
-     left (sampling_params.py: T < 1e-5 greedy, 0 < T < 0.01 raised to
-     0.01, logit_bias clamped to [-100, 100], temperature in [0, 2]). */
-  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1,
+     left (sampling_params.py: 0 < T < 0.01 is raised to 0.01 before the
+     greedy test T < 1e-5, so only T = 0 is greedy; logit_bias clamped to
+     [-100, 100]; temperature in [0, 2]; penalties.py multiplies positive
+     logits by 1/r computed in float32). */
+  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1, 1,
     { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES },
     { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P } },
   /* HF transformers generate() (generation/utils.py _get_logits_processor):
      sequence bias, repetition penalty over all input ids, min_new_tokens,
      suppress tokens; then the warpers temperature -> top-k -> top-p ->
-     min-p, each on the output of the previous one. Greedy means
-     do_sample=False, which we map to temperature 0; no bias clamp; no
-     presence/frequency penalties. */
-  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0,
+     min-p, each on the output of the previous one (checked against
+     transformers 5.23 by tools/golden). Greedy means do_sample=False,
+     which we map to temperature 0; no bias clamp; no presence/frequency
+     penalties; repetition divides (s < 0 ? s * r : s / r). */
+  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0, 0,
     { MS__P_BIAS, MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
-  { "sglang", 0, 1e-6f, 0.0f, INFINITY, INFINITY, 1,
+  { "sglang", 0, 1e-6f, 0.0f, INFINITY, INFINITY, 1, 0,
     { MS__P_PENALTIES, MS__P_MASK, MS__P_BIAS, MS__P_MIN_TOKENS },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
-  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1,
+  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1, 0,
     { MS__P_BIAS, MS__P_PENALTIES, MS__P_MASK, MS__P_MIN_TOKENS },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
 };
@@ -115,7 +119,7 @@ MSDEF ms_result ms_params_validate(const ms_params *p, int32_t vocab, char *msg,
     }
     if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
       ms__fmt_float(f, sizeof f, p->min_p);
-      ms__msg(msg, size, "`min_p` has to be a float >= 0 and <= 1, but is %s", f);
+      ms__msg(msg, size, "`min_p` has to be a float in the [0, 1] interval, but is %s", f);
       return MS_ERR_INVALID_PARAM;
     }
     if (!(p->repetition_penalty > 0.0f) || !ms__finite(p->repetition_penalty)) {

@@ -120,7 +120,7 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
             l = ms__touch(R, tok);
             /* vLLM apply_penalties: repetition (divide positive logits,
                multiply the others), then frequency, then presence */
-            if (rep) *l = *l > 0.0f ? *l / rp : *l * rp;
+            if (rep) *l = *l > 0.0f ? (R->r->rep_by_reciprocal ? *l * (1.0f / rp) : *l / rp) : *l * rp;
             if (cnt > 0) { *l -= fp * (float)cnt; *l -= pp; }
           }
         }
@@ -190,6 +190,7 @@ MS__PRIVATE int32_t ms__row_count_gt(ms__row *R, float v) {
    or the full row of weights ws->e with a threshold t (kept: e >= t). */
 typedef struct ms__kept {
   int list;          /* 1: candidate list, 0: full row */
+  int id_order;      /* list: in token-id order instead of by value */
   int32_t n;         /* list: kept prefix length */
   float t;           /* full row: weight threshold */
   double mass;       /* sum of kept weights */
@@ -203,7 +204,7 @@ typedef struct ms__kept {
 MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float *ce, int32_t c) {
   const ms_params *p = R->p;
   int32_t n = c, j, f;
-  for (j = 0; j < c; j++) ce[j] = ms__expf((cv[j] - k->m) * k->s);
+  R->K->exp_sum(cv, c, NULL, k->m, k->s, ce, NULL);
   for (f = 0; f < MS__F_COUNT_; f++) {
     switch (R->r->filters[f]) {
       case MS__F_MIN_P:
@@ -290,13 +291,22 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
       int32_t id = w->touched[i];
       if (w->ovr[id] >= cut) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
     }
-    /* exact min_p test on the weights */
+    /* exact min_p test on the weights (vectorised exp, then a filter
+       that keeps the gathered order) */
+    R->K->exp_sum(w->cv, c, NULL, k->m, k->s, w->e, NULL);
     for (i = 0, j = 0; i < c; i++) {
-      float e = ms__expf((w->cv[i] - k->m) * k->s);
-      if (e >= p->min_p) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
+      if (w->e[i] >= p->min_p) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; w->e[j] = w->e[i]; j++; }
     }
     c = j;
-    if (c <= 8192 || (!k_on && p->top_p >= 1.0f)) {
+    if (!k_on && p->top_p >= 1.0f) {
+      /* min_p alone: the kept set is this list; the draw wants id order,
+         which the gather already has unless touched ids were appended */
+      k->list = 1; k->id_order = 1; k->n = c; k->mass = 0.0;
+      if (R->n_touched) ms__sort_by_id3(w, w->ci, w->cv, w->e, c);
+      for (i = 0; i < c; i++) k->mass += (double)w->e[i];
+      return MS_OK;
+    }
+    if (c <= 8192) {
       ms__sort_desc(w, w->cv, w->ci, c);
       ms__filter_list(R, k, w->cv, w->e, c);
       return MS_OK;
@@ -356,13 +366,18 @@ MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
   int32_t last = -1;
   if (k->list) {
     int32_t i, n = k->n;
-    /* kept prefix in id order: copy and sort by id */
-    for (i = 0; i < n; i++) { w->ti[i] = w->ci[i]; w->tv[i] = w->e[i]; }
-    ms__sort_by_id_radix(w->ti, w->tv, n, w->xi, w->xv);
+    const int32_t *ids = w->ci;
+    const float *e = w->e;
+    if (!k->id_order) {
+      /* kept prefix (by value): copy and sort by id */
+      for (i = 0; i < n; i++) { w->ti[i] = w->ci[i]; w->tv[i] = w->e[i]; }
+      ms__sort_by_id_radix(w->ti, w->tv, n, w->xi, w->xv);
+      ids = w->ti; e = w->tv;
+    }
     for (i = 0; i < n; i++) {
-      if (w->tv[i] > 0.0f) last = w->ti[i];
-      cum += (double)w->tv[i];
-      if (cum > target) return w->ti[i];
+      if (e[i] > 0.0f) last = ids[i];
+      cum += (double)e[i];
+      if (cum > target) return ids[i];
     }
     return last;
   }
@@ -471,6 +486,11 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t t
   float ltok = ms__eff(R, token);
   if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
   out->logprob = (float)((double)((ltok - k->m) * k->s) - logk);
+  if (k->list && k->id_order) {
+    /* sort the (id-ordered) kept list by value for the top-N */
+    ms__sort_desc(w, w->cv, w->ci, k->n);
+    ((ms__kept *)k)->id_order = 0;
+  }
   if (k->list) {
     /* kept prefix is sorted by descending value */
     int32_t n = k->n < n_top ? k->n : n_top, c = 0;
@@ -509,7 +529,12 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
   memset(&R, 0, sizeof R);
   memset(&k, 0, sizeof k);
   R.x = x; R.V = V; R.p = p; R.seq = seq; R.r = &ms__profiles[p->profile]; R.K = K; R.w = w;
-  greedy = !(p->temperature >= R.r->greedy_below);
+  {
+    /* vLLM raises 0 < T < floor to the floor before its greedy test */
+    float T = p->temperature;
+    if (T > 0.0f && T < R.r->temp_floor) T = R.r->temp_floor;
+    greedy = !(T >= R.r->greedy_below);
+  }
   if (out) { out->seed = seed; out->position = pos; out->greedy = greedy; out->rank = 0; out->n_top = 0; out->logprob = 0.0f; }
   ms__row_build(&R);
   if (greedy) {

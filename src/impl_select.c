@@ -374,3 +374,16 @@ MS__PRIVATE void ms__sort_by_id_radix(int32_t *id, float *v, int32_t n, int32_t 
   }
   if (a != id) { memcpy(id, a, (size_t)n * 4); memcpy(v, av, (size_t)n * 4); }
 }
+
+/* Sorts three parallel arrays by id (the touched ids appended to a gather
+   break its id order). Insertion sort: touched lists are short and the
+   gathered part is already ordered. */
+MS__PRIVATE void ms__sort_by_id3(ms__ws *w, int32_t *id, float *v, float *e, int32_t n) {
+  int32_t i;
+  (void)w;
+  for (i = 1; i < n; i++) {
+    int32_t xi = id[i]; float xv = v[i], xe = e[i]; int32_t j = i - 1;
+    while (j >= 0 && id[j] > xi) { id[j + 1] = id[j]; v[j + 1] = v[j]; e[j + 1] = e[j]; j--; }
+    id[j + 1] = xi; v[j + 1] = xv; e[j + 1] = xe;
+  }
+}

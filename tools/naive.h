@@ -66,14 +66,15 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
     } else {
       for (i = 0; i < V; i++) {
         if (p->repetition_penalty != 1.0f && (inprompt[i] || count[i] > 0))
-          l[i] = l[i] > 0 ? (float)(l[i] / p->repetition_penalty) : (float)(l[i] * p->repetition_penalty);
+          l[i] = l[i] > 0 ? (hf ? (float)(l[i] / p->repetition_penalty) : (float)(l[i] * (1.0f / p->repetition_penalty)))
+                          : (float)(l[i] * p->repetition_penalty);
         if (count[i] > 0) l[i] = (float)((float)(l[i] - (double)p->frequency_penalty * count[i]) - p->presence_penalty);
       }
     }
   }
   for (i = 0; i < V; i++) if (l[i] > -INFINITY) break;
   if (i == V) { rc = -1; goto out; }
-  if (!(p->temperature >= (hf ? 1e-30f : 1e-5f))) {
+  if (!(p->temperature > 0.0f)) {
     int best = 0;
     for (i = 1; i < V; i++) if (l[i] > l[best]) best = i;
     for (i = 0; i < V; i++) probs[i] = i == best ? 1.0f : 0.0f;
