@@ -35,7 +35,7 @@ MS__PRIVATE float *ms__touch(ms__row *R, int32_t id) {
   if (!MS__TOUCHED(w, id)) {
     float base = ms__eff(R, id);
     w->touched_bits[id >> 5] |= 1u << (id & 31);
-    if (!R->sparse) w->enable[id >> 5] &= ~(1u << (id & 31));
+    if (R->enable) ((uint32_t *)R->enable)[id >> 5] &= ~(1u << (id & 31));
     w->touched[R->n_touched++] = id;
     w->ovr[id] = base;
   }
@@ -44,9 +44,11 @@ MS__PRIVATE float *ms__touch(ms__row *R, int32_t id) {
 
 MS__PRIVATE void ms__row_cleanup(ms__row *R) {
   int32_t i;
+  int restore = R->enable == R->w->enable;
   for (i = 0; i < R->n_touched; i++) {
     int32_t id = R->w->touched[i];
     R->w->touched_bits[id >> 5] &= ~(1u << (id & 31));
+    if (restore) R->w->enable[id >> 5] |= 1u << (id & 31);
   }
   R->n_touched = 0;
 }
@@ -69,8 +71,7 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
   if (!mods) return;
   if (p->allowed_ids) {
     R->sparse = 1;
-    R->enable = w->enable;
-    memset(w->enable, 0, (size_t)words * 4);
+    R->enable = NULL; /* raw scans are skipped: only touched ids exist */
     /* the allowed ids are the row: touch them first with their raw values */
     for (i = 0; i < p->n_allowed_ids; i++) {
       int32_t id = p->allowed_ids[i];
@@ -81,11 +82,11 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
       }
     }
   } else if (p->token_bitmask) {
-    memcpy(w->enable, p->token_bitmask, (size_t)words * 4);
-    if (R->V & 31) w->enable[words - 1] &= (1u << (R->V & 31)) - 1u;
-    R->enable = w->enable;
+    memcpy(w->mask, p->token_bitmask, (size_t)words * 4);
+    if (R->V & 31) w->mask[words - 1] &= (1u << (R->V & 31)) - 1u;
+    R->enable = w->mask;
   } else {
-    memset(w->enable, 0xff, (size_t)words * 4);
+    /* all ones between calls: cleanup restores the bits it cleared */
     R->enable = w->enable;
   }
   for (st = 0; st < MS__P_COUNT_; st++) {
@@ -110,17 +111,19 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
       case MS__P_PENALTIES:
         if (ms__penalties_active(p, seq)) {
           float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
+          int recip = R->r->rep_by_reciprocal;
+          float rinv = 1.0f / rp;
           for (i = 0; i < seq->n_distinct; i++) {
-            uint32_t h = (uint32_t)seq->distinct[i];
-            int32_t tok = seq->slot_token[h], cnt = seq->slot_count[h];
-            int rep = rp != 1.0f && (cnt > 0 || seq->slot_prompt[h]);
+            int32_t tok = seq->d_token[i], cnt = seq->d_count[i];
+            int rep = rp != 1.0f && (cnt > 0 || seq->d_prompt[i]);
             float *l;
             if (tok >= R->V) continue; /* a sequence from a larger vocab: ignore */
             if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
             l = ms__touch(R, tok);
-            /* vLLM apply_penalties: repetition (divide positive logits,
-               multiply the others), then frequency, then presence */
-            if (rep) *l = *l > 0.0f ? (R->r->rep_by_reciprocal ? *l * (1.0f / rp) : *l / rp) : *l * rp;
+            /* vLLM apply_penalties: repetition (positive logits times 1/r
+               in vLLM, divided by r in HF; the others times r), then
+               frequency, then presence */
+            if (rep) *l = *l > 0.0f ? (recip ? *l * rinv : *l / rp) : *l * rp;
             if (cnt > 0) { *l -= fp * (float)cnt; *l -= pp; }
           }
         }

@@ -202,7 +202,8 @@ typedef struct ms__ws {
   int32_t cap;              /* max_vocab */
   float *e;                 /* exp weights of the row (cap) */
   float *ovr;               /* values of touched ids (cap, valid where touched) */
-  uint32_t *enable;         /* bit set: the raw logit is used as is */
+  uint32_t *enable;         /* all ones between calls (bits cleared for touched ids, then restored) */
+  uint32_t *mask;           /* a row's copy of the caller's token bitmask */
   uint32_t *touched_bits;   /* bit set: the value lives in ovr */
   int32_t *touched;         /* list of touched ids (cap) */
   float *cv; int32_t *ci;   /* candidates (cap) */
@@ -220,7 +221,7 @@ MS__PRIVATE size_t ms__ws_size(int32_t cap) {
   size_t s = 0;
   s += ms__align_up(sizeof(ms__ws), 64);
   s += 12 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki */
-  s += 2 * ms__align_up(words * 4, 64);      /* enable, touched_bits */
+  s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
   s += 2 * ms__align_up(MS__HEAP_K_MAX * 4, 64);
   s += ms__align_up(nb * 4, 64);
   s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
@@ -239,7 +240,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
   MS__TAKE(cv, float, v); MS__TAKE(ci, int32_t, v); MS__TAKE(tv, float, v); MS__TAKE(ti, int32_t, v);
   MS__TAKE(xv, float, v); MS__TAKE(xi, int32_t, v);
   MS__TAKE(ka, uint32_t, v); MS__TAKE(kb, uint32_t, v); MS__TAKE(ki, int32_t, v);
-  MS__TAKE(enable, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
+  MS__TAKE(enable, uint32_t, words); MS__TAKE(mask, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
   MS__TAKE(hv, float, MS__HEAP_K_MAX); MS__TAKE(hi, int32_t, MS__HEAP_K_MAX);
   MS__TAKE(blocks, float, nb);
   MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
@@ -247,6 +248,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
 #undef MS__TAKE
   /* touched_bits is kept all-clear between calls (each call clears what it set) */
   memset(w->touched_bits, 0, words * 4);
+  memset(w->enable, 0xff, words * 4);
   return w;
 }
 

@@ -1,7 +1,8 @@
 /* ---- implementation: per-sequence state ---------------------------------- */
-/* An open-addressing hash (token -> output count, in-prompt flag) plus the
-   list of distinct tokens: accepting a token is O(1), applying penalties
-   walks only the distinct tokens, never the vocabulary or the history. */
+/* Distinct tokens live in dense arrays (token, output count, in-prompt
+   flag) in first-seen order, found through an open-addressing hash:
+   accepting a token is O(1), and applying penalties walks the dense arrays
+   sequentially, never the vocabulary or the history. */
 struct ms_seq {
   int32_t capacity;
   int32_t vocab;
@@ -10,10 +11,12 @@ struct ms_seq {
   uint32_t slot_mask;
   uint64_t seed, position;
   int32_t *tokens;       /* prompt then output (capacity) */
-  int32_t *slot_token;   /* -1 = empty */
-  int32_t *slot_count;   /* occurrences in the output */
-  uint8_t *slot_prompt;  /* 1 = occurs in the prompt */
-  int32_t *distinct;     /* slot index of each distinct token, in first-seen order */
+  int32_t *slot_token;   /* hash: token, -1 = empty */
+  int32_t *slot_index;   /* hash: index into the dense arrays */
+  int32_t *d_token;      /* dense, first-seen order */
+  int32_t *d_count;      /* occurrences in the output */
+  int32_t *d_slot;       /* its hash slot (to clear in O(distinct)) */
+  uint8_t *d_prompt;     /* 1 = occurs in the prompt */
   void *owned;           /* set by ms_seq_create */
 };
 
@@ -27,8 +30,8 @@ MSDEF size_t ms_seq_size(int32_t capacity) {
   size_t slots;
   if (capacity < 1 || capacity > (1 << 28)) return 0;
   slots = ms__seq_slots(capacity);
-  return ms__align_up(sizeof(ms_seq), 16) + 2 * ms__align_up((size_t)capacity * 4, 16) +
-         2 * ms__align_up(slots * 4, 16) + ms__align_up(slots, 16);
+  return ms__align_up(sizeof(ms_seq), 16) + 4 * ms__align_up((size_t)capacity * 4, 16) +
+         ms__align_up((size_t)capacity, 16) + 2 * ms__align_up(slots * 4, 16);
 }
 
 MSDEF ms_result ms_seq_init(ms_seq **out, int32_t capacity, void *mem, size_t bytes) {
@@ -46,10 +49,12 @@ MSDEF ms_result ms_seq_init(ms_seq **out, int32_t capacity, void *mem, size_t by
   s->capacity = capacity;
   s->slot_mask = slots - 1;
   s->tokens = (int32_t *)p; p += ms__align_up((size_t)capacity * 4, 16);
-  s->distinct = (int32_t *)p; p += ms__align_up((size_t)capacity * 4, 16);
+  s->d_token = (int32_t *)p; p += ms__align_up((size_t)capacity * 4, 16);
+  s->d_count = (int32_t *)p; p += ms__align_up((size_t)capacity * 4, 16);
+  s->d_slot = (int32_t *)p; p += ms__align_up((size_t)capacity * 4, 16);
+  s->d_prompt = (uint8_t *)p; p += ms__align_up((size_t)capacity, 16);
   s->slot_token = (int32_t *)p; p += ms__align_up((size_t)slots * 4, 16);
-  s->slot_count = (int32_t *)p; p += ms__align_up((size_t)slots * 4, 16);
-  s->slot_prompt = (uint8_t *)p;
+  s->slot_index = (int32_t *)p;
   memset(s->slot_token, 0xff, (size_t)slots * 4);
   *out = s;
   return MS_OK;
@@ -83,21 +88,20 @@ MS__PRIVATE uint32_t ms__seq_find(const ms_seq *s, int32_t token) {
 MS__PRIVATE void ms__seq_clear(ms_seq *s) {
   int32_t i;
   /* clear only the used slots: O(distinct), not O(slots) */
-  for (i = 0; i < s->n_distinct; i++) {
-    uint32_t h = (uint32_t)s->distinct[i];
-    s->slot_token[h] = -1; s->slot_count[h] = 0; s->slot_prompt[h] = 0;
-  }
+  for (i = 0; i < s->n_distinct; i++) s->slot_token[s->d_slot[i]] = -1;
   s->n_distinct = 0; s->n_prompt = 0; s->n_output = 0; s->position = 0;
 }
 
 /* Records one token; prompt tokens set the flag, output tokens count. */
 MS__PRIVATE void ms__seq_note(ms_seq *s, int32_t token, int is_prompt) {
   uint32_t h = ms__seq_find(s, token);
+  int32_t k;
   if (s->slot_token[h] == -1) {
-    s->slot_token[h] = token; s->slot_count[h] = 0; s->slot_prompt[h] = 0;
-    s->distinct[s->n_distinct++] = (int32_t)h;
-  }
-  if (is_prompt) s->slot_prompt[h] = 1; else s->slot_count[h]++;
+    k = s->n_distinct++;
+    s->slot_token[h] = token; s->slot_index[h] = k;
+    s->d_token[k] = token; s->d_count[k] = 0; s->d_prompt[k] = 0; s->d_slot[k] = (int32_t)h;
+  } else k = s->slot_index[h];
+  if (is_prompt) s->d_prompt[k] = 1; else s->d_count[k]++;
 }
 
 MSDEF ms_result ms_seq_reset(ms_seq *s, const int32_t *prompt, int32_t n_prompt, int32_t vocab,
@@ -152,11 +156,11 @@ MSDEF int32_t ms_seq_count(const ms_seq *s, int32_t token) {
   uint32_t h;
   if (!s || token < 0) return 0;
   h = ms__seq_find(s, token);
-  return s->slot_token[h] == token ? s->slot_count[h] : 0;
+  return s->slot_token[h] == token ? s->d_count[s->slot_index[h]] : 0;
 }
 MSDEF int ms_seq_in_prompt(const ms_seq *s, int32_t token) {
   uint32_t h;
   if (!s || token < 0) return 0;
   h = ms__seq_find(s, token);
-  return s->slot_token[h] == token ? s->slot_prompt[h] : 0;
+  return s->slot_token[h] == token ? s->d_prompt[s->slot_index[h]] : 0;
 }

@@ -47,7 +47,8 @@ static void usage(FILE *f) {
     "  plus a 64-row batch on T threads (default 2). Defaults: every vocab of\n"
     "  32000 128256 151936 262144, sigma 1 and 3, 101 repetitions (median).\n"
     "  Keys: config vocab sigma threads us_per_row floor_max_us floor_softmax_us\n"
-    "  naive_us x_floor_max x_floor_softmax x_naive simd.\n");
+    "  naive_us x_floor_max x_floor_softmax x_naive simd. The penalty history is\n"
+    "  1024 tokens drawn from a Zipf(1) law over the vocabulary (text-like repeats).\n");
 }
 
 int ms_cli_bench(int argc, char **argv) {
@@ -83,7 +84,18 @@ int ms_cli_bench(int argc, char **argv) {
     d.n_workers = threads; d.use_builtin_pool = 1;
     if (ms_sampler_create(&s2, &d) != MS_OK) { fprintf(stderr, "mysample bench: pool init failed\n"); return 1; }
     ms_seq_create(&seq, 2048);
-    for (i = 0; i < 1024; i++) hist[i] = (int32_t)(bench_u() * bench_u() * V); /* skewed: repeats, like text */
+    {
+      /* a 1024-token history with text-like repeats: ranks drawn from a
+         Zipf(1) law over the vocabulary, mapped to scattered ids */
+      double hn = 0.0;
+      int32_t r;
+      for (r = 1; r <= V; r++) hn += 1.0 / r;
+      for (i = 0; i < 1024; i++) {
+        double u = bench_u() * hn, c = 0.0;
+        for (r = 1; r < V; r++) { c += 1.0 / r; if (c >= u) break; }
+        hist[i] = (int32_t)(((uint64_t)r * 2654435761u) % (uint64_t)V);
+      }
+    }
     for (si = 0; si < n_sigmas; si++) {
       double fmax, fsm, sink = 0;
       for (i = 0; i < V * 64; i++) x[i] = bench_n() * sigmas[si];

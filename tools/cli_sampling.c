@@ -1,3 +1,245 @@
+/* mysample probs | sample | logprobs: the sampler over raw little-endian
+   float32 logits files (rows x vocab), one JSON object per row per line. */
 #include "cli.h"
 #include <stdio.h>
-int ms_cli_sampling(const char *cmd, int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "%s: todo\n", cmd); return 2; }
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <math.h>
+
+typedef struct cli_opts {
+  const char *logits_path;
+  int32_t vocab, rows;
+  ms_params p;
+  int32_t *prompt, n_prompt, *output, n_output;
+  int32_t *allowed, *banned, *stops;
+  ms_bias *bias;
+  uint64_t seed; int has_seed;
+  uint64_t position;
+  int32_t draws, top;
+} cli_opts;
+
+static void usage(const char *cmd, FILE *f) {
+  fprintf(f,
+    "usage: mysample %s --logits FILE --vocab V [--rows R] [sampling flags]%s\n"
+    "\n"
+    "FILE holds R x V little-endian float32 logits (R defaults to size / (4 V)).\n"
+    "Output: one JSON object per row per line:\n"
+    "  probs     {\"row\": r, \"probs\": {\"<id>\": p, ...}}   the final distribution, p = 0 omitted\n"
+    "  sample    {\"row\": r, \"seed\": s, \"tokens\": [...]}  N draws, draw i at output position P+i\n"
+    "  logprobs  {\"row\": r, \"token\": t, \"logprob\": x, \"rank\": k, \"top\": [[id, logprob], ...]}\n"
+    "\n"
+    "sampling flags (defaults: the OpenAI/vLLM defaults):\n"
+    "  --profile vllm|hf            semantics to follow (default vllm)\n"
+    "  --temperature T              0 = greedy (default 1)\n"
+    "  --top-k K                    0 or -1 = off\n"
+    "  --top-p P                    (0, 1], 1 = off\n"
+    "  --min-p P                    [0, 1], 0 = off\n"
+    "  --presence-penalty X         [-2, 2], counts the output ids\n"
+    "  --frequency-penalty X        [-2, 2], counts the output ids\n"
+    "  --repetition-penalty X       > 0, over prompt and output ids\n"
+    "  --prompt-ids a,b,...         the prompt (repetition penalty scope)\n"
+    "  --output-ids a,b,...         the output generated so far (penalties, min_tokens)\n"
+    "  --logit-bias id=v,...        added to the logits (vLLM clamps to [-100, 100])\n"
+    "  --allowed-ids a,b,...        only these can be sampled\n"
+    "  --banned-ids a,b,...         these are never sampled\n"
+    "  --min-tokens N               EOS and stop ids are masked while the output is shorter\n"
+    "  --stop-token-ids a,b,...     stop ids for --min-tokens\n"
+    "  --eos-token-id ID            the EOS id for --min-tokens (default none)\n"
+    "  --seed S                     the draw seed (default: a fresh one, printed)\n"
+    "  --position P                 output position of the first draw (default: number of output ids)\n"
+    "  --draws N                    (sample) draws per row (default 1)\n"
+    "  --top N                      (logprobs) how many top logprobs (default 0)\n"
+    "  --mode raw|processed         (logprobs) before any processing, or of the final distribution\n"
+    "Invalid flags or parameters exit with status 2 and the validation message.\n",
+    cmd, !strcmp(cmd, "sample") ? " [--seed S] [--position P] [--draws N]" :
+          !strcmp(cmd, "logprobs") ? " --top N [--mode raw|processed] [--seed S]" : "");
+}
+
+static int parse_i64(const char *s, long long lo, long long hi, long long *out) {
+  char *end; long long v;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return 0;
+  *out = v; return 1;
+}
+static int parse_float(const char *s, float *out) {
+  char *end; double v;
+  errno = 0;
+  v = strtod(s, &end);
+  if (errno == ERANGE || end == s || *end) return 0;
+  *out = (float)v; return 1;
+}
+/* "a,b,c" into a fresh array; an empty string gives an empty list. */
+static int parse_ids(const char *s, int32_t **out, int32_t *n) {
+  int32_t cap = 1, k = 0;
+  const char *q;
+  for (q = s; *q; q++) if (*q == ',') cap++;
+  *out = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+  if (!*out) return 0;
+  while (*s) {
+    char buf[32]; size_t len = strcspn(s, ","); long long v;
+    if (len == 0 || len >= sizeof buf) return 0;
+    memcpy(buf, s, len); buf[len] = '\0';
+    if (!parse_i64(buf, -2147483647LL - 1, 2147483647LL, &v)) return 0;
+    (*out)[k++] = (int32_t)v;
+    s += len; if (*s == ',') s++;
+  }
+  *n = k; return 1;
+}
+static int parse_bias(const char *s, ms_bias **out, int32_t *n) {
+  int32_t cap = 1, k = 0;
+  const char *q;
+  for (q = s; *q; q++) if (*q == ',') cap++;
+  *out = (ms_bias *)malloc(sizeof(ms_bias) * (size_t)cap);
+  if (!*out) return 0;
+  while (*s) {
+    char buf[64], *eq; size_t len = strcspn(s, ","); long long id;
+    if (len == 0 || len >= sizeof buf) return 0;
+    memcpy(buf, s, len); buf[len] = '\0';
+    eq = strchr(buf, '=');
+    if (!eq) return 0;
+    *eq = '\0';
+    if (!parse_i64(buf, -2147483647LL - 1, 2147483647LL, &id) || !parse_float(eq + 1, &(*out)[k].bias)) return 0;
+    (*out)[k].token = (int32_t)id; k++;
+    s += len; if (*s == ',') s++;
+  }
+  *n = k; return 1;
+}
+
+static int bad_flag(const char *cmd, const char *flag, const char *val) {
+  fprintf(stderr, "mysample %s: invalid value for %s: '%s'\n", cmd, flag, val ? val : "(missing)");
+  return 2;
+}
+
+static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
+  int i, pos_set = 0;
+  memset(o, 0, sizeof *o);
+  o->p = ms_params_default();
+  o->draws = 1;
+  for (i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long long n;
+    if (!strcmp(f, "--help") || !strcmp(f, "-h")) { usage(cmd, stdout); return 1; }
+#define NEED_VALUE() do { if (!v) return bad_flag(cmd, f, v); i++; } while (0)
+    if (!strcmp(f, "--logits")) { NEED_VALUE(); o->logits_path = v; }
+    else if (!strcmp(f, "--vocab")) { NEED_VALUE(); if (!parse_i64(v, 1, 1 << 28, &n)) return bad_flag(cmd, f, v); o->vocab = (int32_t)n; }
+    else if (!strcmp(f, "--rows")) { NEED_VALUE(); if (!parse_i64(v, 1, 1 << 30, &n)) return bad_flag(cmd, f, v); o->rows = (int32_t)n; }
+    else if (!strcmp(f, "--profile")) { NEED_VALUE(); if (ms_profile_from_name(v) < 0) return bad_flag(cmd, f, v); o->p.profile = (ms_profile)ms_profile_from_name(v); }
+    else if (!strcmp(f, "--temperature")) { NEED_VALUE(); if (!parse_float(v, &o->p.temperature)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--top-k")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.top_k = (int32_t)n; }
+    else if (!strcmp(f, "--top-p")) { NEED_VALUE(); if (!parse_float(v, &o->p.top_p)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--min-p")) { NEED_VALUE(); if (!parse_float(v, &o->p.min_p)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--presence-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->p.presence_penalty)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--frequency-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->p.frequency_penalty)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--repetition-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->p.repetition_penalty)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--prompt-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->prompt, &o->n_prompt)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--output-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->output, &o->n_output)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--logit-bias")) { NEED_VALUE(); if (!parse_bias(v, &o->bias, &o->p.n_logit_bias)) return bad_flag(cmd, f, v); o->p.logit_bias = o->bias; }
+    else if (!strcmp(f, "--allowed-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->allowed, &o->p.n_allowed_ids)) return bad_flag(cmd, f, v); o->p.allowed_ids = o->allowed; }
+    else if (!strcmp(f, "--banned-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->banned, &o->p.n_banned_ids)) return bad_flag(cmd, f, v); o->p.banned_ids = o->banned; }
+    else if (!strcmp(f, "--stop-token-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->stops, &o->p.n_stop_token_ids)) return bad_flag(cmd, f, v); o->p.stop_token_ids = o->stops; }
+    else if (!strcmp(f, "--min-tokens")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.min_tokens = (int32_t)n; }
+    else if (!strcmp(f, "--eos-token-id")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.eos_token_id = (int32_t)n; }
+    else if (!strcmp(f, "--seed")) { NEED_VALUE(); { char *end; errno = 0; o->seed = strtoull(v, &end, 10); if (errno || end == v || *end || *v == '-') return bad_flag(cmd, f, v); } o->has_seed = 1; }
+    else if (!strcmp(f, "--position")) { NEED_VALUE(); if (!parse_i64(v, 0, (long long)1 << 62, &n)) return bad_flag(cmd, f, v); o->position = (uint64_t)n; pos_set = 1; }
+    else if (!strcmp(f, "--draws") && !strcmp(cmd, "sample")) { NEED_VALUE(); if (!parse_i64(v, 1, 100000000, &n)) return bad_flag(cmd, f, v); o->draws = (int32_t)n; }
+    else if (!strcmp(f, "--top") && !strcmp(cmd, "logprobs")) { NEED_VALUE(); if (!parse_i64(v, 0, 1 << 20, &n)) return bad_flag(cmd, f, v); o->top = (int32_t)n; }
+    else if (!strcmp(f, "--mode") && !strcmp(cmd, "logprobs")) {
+      NEED_VALUE();
+      if (!strcmp(v, "raw")) o->p.logprobs_mode = MS_LOGPROBS_RAW;
+      else if (!strcmp(v, "processed")) o->p.logprobs_mode = MS_LOGPROBS_PROCESSED;
+      else return bad_flag(cmd, f, v);
+    }
+    else { fprintf(stderr, "mysample %s: unknown flag '%s' (see --help)\n", cmd, f); return 2; }
+#undef NEED_VALUE
+  }
+  if (!o->logits_path) { fprintf(stderr, "mysample %s: --logits is required\n", cmd); return 2; }
+  if (!o->vocab) { fprintf(stderr, "mysample %s: --vocab is required\n", cmd); return 2; }
+  if (!pos_set) o->position = (uint64_t)o->n_output;
+  if (!strcmp(cmd, "logprobs")) { o->p.logprobs = o->top; o->p.max_logprobs = -1; }
+  o->p.seed = o->seed; o->p.has_seed = o->has_seed;
+  return 0;
+}
+
+/* JSON number for a float: shortest form that reads back, -9999.0 for
+   non-finite values (as the OpenAI API does). */
+static void put_float(float x) {
+  char buf[32]; int prec;
+  if (!(x == x) || x == INFINITY || x == -INFINITY) { fputs("-9999.0", stdout); return; }
+  for (prec = 1; prec <= 9; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, (double)x);
+    if ((float)strtod(buf, NULL) == x) break;
+  }
+  fputs(buf, stdout);
+}
+
+int ms_cli_sampling(const char *cmd, int argc, char **argv) {
+  cli_opts o;
+  FILE *f;
+  long size;
+  float *row = NULL, *probs = NULL;
+  ms_sampler *s = NULL;
+  ms_seq *seq = NULL;
+  ms_sampler_desc d;
+  ms_logprob *top = NULL;
+  char msg[512];
+  int32_t r, i;
+  int rc = parse_opts(cmd, argc, argv, &o);
+  if (rc) return rc == 1 ? 0 : rc;
+  if (ms_params_validate(&o.p, o.vocab, msg, sizeof msg) != MS_OK) { fprintf(stderr, "mysample %s: %s\n", cmd, msg); return 2; }
+  f = fopen(o.logits_path, "rb");
+  if (!f) { fprintf(stderr, "mysample %s: cannot open %s: %s\n", cmd, o.logits_path, strerror(errno)); return 2; }
+  fseek(f, 0, SEEK_END); size = ftell(f); fseek(f, 0, SEEK_SET);
+  if (size <= 0 || size % ((long)o.vocab * 4) != 0) { fprintf(stderr, "mysample %s: %s holds %ld bytes, not a whole number of %d-float rows\n", cmd, o.logits_path, size, (int)o.vocab); fclose(f); return 2; }
+  if (!o.rows) o.rows = (int32_t)(size / ((long)o.vocab * 4));
+  if ((long)o.rows * o.vocab * 4 > size) { fprintf(stderr, "mysample %s: --rows %d needs %ld bytes, the file has %ld\n", cmd, (int)o.rows, (long)o.rows * o.vocab * 4, size); fclose(f); return 2; }
+  row = (float *)malloc(sizeof(float) * (size_t)o.vocab);
+  probs = (float *)malloc(sizeof(float) * (size_t)o.vocab);
+  top = (ms_logprob *)malloc(sizeof(ms_logprob) * (size_t)(o.top > 0 ? o.top : 1));
+  memset(&d, 0, sizeof d); d.max_vocab = o.vocab;
+  if (!row || !probs || !top || ms_sampler_create(&s, &d) != MS_OK ||
+      ms_seq_create(&seq, o.n_prompt + o.n_output + 1) != MS_OK) { fprintf(stderr, "mysample %s: out of memory\n", cmd); fclose(f); return 1; }
+  if ((rc = ms_seq_reset(seq, o.prompt, o.n_prompt, o.vocab, &o.p, 0)) != MS_OK) { fprintf(stderr, "mysample %s: --prompt-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
+  for (i = 0; i < o.n_output; i++)
+    if ((rc = ms_seq_accept(seq, o.output[i])) != MS_OK) { fprintf(stderr, "mysample %s: --output-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
+  rc = 0;
+  for (r = 0; r < o.rows && rc == 0; r++) {
+    ms_result res;
+    if (fread(row, 4, (size_t)o.vocab, f) != (size_t)o.vocab) { fprintf(stderr, "mysample %s: short read\n", cmd); rc = 1; break; }
+    if (!strcmp(cmd, "probs")) {
+      int first = 1;
+      res = ms_probs(s, row, o.vocab, &o.p, seq, probs);
+      if (res != MS_OK) { fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
+      printf("{\"row\": %d, \"probs\": {", (int)r);
+      for (i = 0; i < o.vocab; i++) if (probs[i] > 0.0f) { printf(first ? "\"%d\": " : ", \"%d\": ", (int)i); put_float(probs[i]); first = 0; }
+      printf("}}\n");
+    } else if (!strcmp(cmd, "sample")) {
+      printf("{\"row\": %d, \"seed\": %llu, \"tokens\": [", (int)r, (unsigned long long)ms_seq_seed(seq));
+      for (i = 0; i < o.draws; i++) {
+        ms_output out; memset(&out, 0, sizeof out);
+        ms_seq_set_position(seq, o.position + (uint64_t)i);
+        res = ms_sample(s, row, o.vocab, &o.p, seq, &out);
+        if (res != MS_OK) { printf("]}\n"); fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
+        printf(i ? ", %d" : "%d", (int)out.token);
+      }
+      if (rc == 0) printf("]}\n");
+    } else {
+      ms_output out; memset(&out, 0, sizeof out);
+      out.top = top; out.top_capacity = o.top;
+      ms_seq_set_position(seq, o.position);
+      res = ms_sample(s, row, o.vocab, &o.p, seq, &out);
+      if (res != MS_OK) { fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
+      printf("{\"row\": %d, \"token\": %d, \"logprob\": ", (int)r, (int)out.token);
+      put_float(out.logprob);
+      printf(", \"rank\": %d, \"top\": [", (int)out.rank);
+      for (i = 0; i < out.n_top; i++) { printf(i ? ", [%d, " : "[%d, ", (int)out.top[i].token); put_float(out.top[i].logprob); printf("]"); }
+      printf("]}\n");
+    }
+  }
+  fclose(f);
+  ms_seq_destroy(seq); ms_sampler_destroy(s);
+  free(row); free(probs); free(top);
+  free(o.prompt); free(o.output); free(o.allowed); free(o.banned); free(o.stops); free(o.bias);
+  return rc;
+}
