@@ -17,5 +17,5 @@ fuzz-egress-run: $(EGRESS_FUZZ)
 	@for f in $(EGRESS_FUZZ); do \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$(basename $$f); \
 	  echo "== $$f for $(FUZZ_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) || exit 1; \
 	done

@@ -31,7 +31,9 @@ static void seq_take(seqt *s) {
 }
 static ms_result seq_push(seqt *s, int32_t tok, const char *b, size_t n) {
   size_t cap = ms_text_out_bound(s->t, n);
-  char *out = (char *)malloc(cap);
+  char *out;
+  if (cap > ((size_t)1 << 40)) { CHECK(0); return MS_ERR_CAPACITY; }
+  out = (char *)malloc(cap);
   s->last_rc = ms_text_push(s->t, tok, b, n, out, cap, &s->last);
   if (s->last_rc == MS_OK) {
     CHECK(ms_utf8_validate(s->last.delta, s->last.delta_len) == MS_OK);

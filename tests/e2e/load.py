@@ -95,6 +95,21 @@ def make_request(rng):
     return path, body
 
 
+def bench_stream(resp, body, st):
+    """Bench: reads the whole stream, parses only the usage chunk (a light
+    client, so the server rather than Python is measured)."""
+    data = resp.read()
+    if not data.endswith(b"data: [DONE]\n\n"):
+        raise RuntimeError("stream ended without [DONE]")
+    usage = json.loads(data[data.rindex(b"data: {"):].split(b"\n", 1)[0][6:])["usage"]
+    if usage["completion_tokens"] != body["max_tokens"]:
+        raise RuntimeError("short completion %r" % usage)
+    with st.lock:
+        st.completed += 1
+        st.chunks += data.count(b"data: ")
+    return "done", 0
+
+
 def run_stream(conn, path, body, drop_after, st):
     """Returns 'done', 'dropped' or raises."""
     payload = json.dumps(body)
@@ -102,6 +117,8 @@ def run_stream(conn, path, body, drop_after, st):
     resp = conn.getresponse()
     if resp.status != 200:
         raise RuntimeError("HTTP %d: %s" % (resp.status, resp.read()[:200]))
+    if args.bench:
+        return bench_stream(resp, body, st)
     ids, texts, finish, usage, done, nchunks = set(), {}, {}, None, False, 0
     key = "delta" if path.endswith("chat/completions") else "text"
     while True:

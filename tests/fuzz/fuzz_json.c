@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ms_response_desc rd; ms_response *r; ms_token top[8]; ms_token_logprobs lp[3]; ms_chunk c; ms_choice ch; ms_usage u;
   ms_out o, q; char id[32], model[32]; size_t i, cut; int j;
   float f[12];
-  if (size < 64) return 0;
+  if (size < sizeof(float) * 12 + 64) return 0;
   memcpy(f, data, sizeof f); data += sizeof f; size -= sizeof f;   /* raw float bits: NaN, Inf, subnormals */
   memcpy(id, data, 31); id[31] = 0; memcpy(model, data + 8, 16); model[16] = 0;
   memset(&rd, 0, sizeof rd);

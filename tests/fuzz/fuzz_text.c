@@ -62,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (strlen(stops[i]) != m) { n_stops = i; break; }   /* no NUL inside */
     sp[i] = stops[i];
   }
+  if (i < n_stops) n_stops = i;   /* input ran out */
   p.stop = sp; p.n_stop = n_stops;
   {
     const uint8_t *rest = data + off; size_t rn = size - off, half = rn / 4;

@@ -1,0 +1,431 @@
+/* Sampler behaviour beyond the distributions: error codes and messages,
+   logprobs, seeded draws (chi-square), batch/thread invariance, sequence
+   state. */
+#define _POSIX_C_SOURCE 200112L
+#define MYSAMPLE_IMPLEMENTATION
+#include "mysample.h"
+#include "testlib.h"
+#include "../tools/naive.h"
+#include <stdlib.h>
+
+static uint64_t st = 0x9e3779b97f4a7c15ull;
+static double ru(void) { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return ((double)(st >> 11) + 0.5) / 9007199254740992.0; }
+static float rn(void) { return (float)(sqrt(-2 * log(ru())) * cos(6.283185307179586 * ru())); }
+
+static ms_sampler *sampler(int32_t V, int32_t workers) {
+  ms_sampler_desc d; ms_sampler *s = NULL;
+  memset(&d, 0, sizeof d); d.max_vocab = V; d.n_workers = workers; d.use_builtin_pool = workers > 1;
+  return ms_sampler_create(&s, &d) == MS_OK ? s : NULL;
+}
+
+TEST(test_bad_input_codes) {
+  ms_sampler *s = sampler(100, 1);
+  float x[100]; ms_output out; ms_params p = ms_params_default(); float probs[100];
+  int i; char msg[256];
+  int32_t bad_ids[1] = {100};
+  for (i = 0; i < 100; i++) x[i] = rn();
+  memset(&out, 0, sizeof out);
+  CHECK(ms_sample(NULL, x, 100, &p, NULL, &out) == MS_ERR_NULL_ARGUMENT);
+  CHECK(ms_sample(s, NULL, 100, &p, NULL, &out) == MS_ERR_NULL_ARGUMENT);
+  CHECK(ms_sample(s, x, 100, NULL, NULL, &out) == MS_ERR_NULL_ARGUMENT);
+  CHECK(ms_sample(s, x, 100, &p, NULL, NULL) == MS_ERR_NULL_ARGUMENT);
+  CHECK(ms_sample(s, x, 0, &p, NULL, &out) == MS_ERR_BAD_VOCAB && out.token == -1);
+  CHECK(ms_sample(s, x, 101, &p, NULL, &out) == MS_ERR_BAD_VOCAB);
+  x[37] = NAN;
+  CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_NAN_LOGIT && out.token == -1);
+  p.temperature = 0; CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_NAN_LOGIT);
+  p.top_k = 5; p.temperature = 1; CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_NAN_LOGIT);
+  x[37] = INFINITY; p = ms_params_default();
+  CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_INF_LOGIT);
+  p.temperature = 0; CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_INF_LOGIT);
+  for (i = 0; i < 100; i++) x[i] = -INFINITY;
+  p = ms_params_default();
+  CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_ALL_MASKED && out.token == -1);
+  CHECK(ms_probs(s, x, 100, &p, NULL, probs) == MS_ERR_ALL_MASKED);
+  p.top_p = 0.5f; CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_ALL_MASKED);
+  p.top_k = 3; CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_ALL_MASKED);
+  p = ms_params_default(); p.temperature = 0; CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_ALL_MASKED);
+  /* every allowed id banned: all masked, not a crash */
+  for (i = 0; i < 100; i++) x[i] = rn();
+  p = ms_params_default();
+  { int32_t al[2] = {3, 4}; p.allowed_ids = al; p.n_allowed_ids = 2; p.banned_ids = al; p.n_banned_ids = 2;
+    CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_ALL_MASKED); }
+  p = ms_params_default(); p.banned_ids = bad_ids; p.n_banned_ids = 1;
+  CHECK(ms_sample(s, x, 100, &p, NULL, &out) == MS_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK(ms_params_validate(&p, 100, msg, sizeof msg) == MS_ERR_TOKEN_OUT_OF_RANGE && strstr(msg, "banned_ids") != NULL);
+  /* vocab 1 and 2 */
+  p = ms_params_default(); p.top_p = 0.3f; p.top_k = 1;
+  CHECK(ms_sample(s, x, 1, &p, NULL, &out) == MS_OK && out.token == 0);
+  p.temperature = 0; CHECK(ms_sample(s, x, 2, &p, NULL, &out) == MS_OK && out.token == (x[1] > x[0]));
+  /* the caller's logits are never modified */
+  {
+    float copy[100]; ms_bias b[2] = {{5, 3.0f}, {6, -100.0f}}; int32_t ban[1] = {7};
+    ms_seq *q; int32_t prompt[3] = {1, 2, 3};
+    memcpy(copy, x, sizeof copy);
+    p = ms_params_default(); p.logit_bias = b; p.n_logit_bias = 2; p.banned_ids = ban; p.n_banned_ids = 1;
+    p.repetition_penalty = 1.5f; p.top_p = 0.8f;
+    ms_seq_create(&q, 16); ms_seq_reset(q, prompt, 3, 100, &p, 0); ms_seq_accept(q, 9);
+    CHECK(ms_sample(s, x, 100, &p, q, &out) == MS_OK);
+    CHECK(ms_probs(s, x, 100, &p, q, probs) == MS_OK);
+    CHECK(memcmp(copy, x, sizeof copy) == 0);
+    CHECK(probs[7] == 0.0f);
+    ms_seq_destroy(q);
+  }
+  ms_sampler_destroy(s);
+}
+
+TEST(test_workspace_and_init_errors) {
+  ms_sampler_desc d; ms_sampler *s; char buf[64]; ms_seq *q;
+  memset(&d, 0, sizeof d);
+  CHECK(ms_sampler_size(&d) == 0);
+  CHECK(ms_sampler_create(&s, &d) == MS_ERR_BAD_VOCAB);
+  d.max_vocab = 1000;
+  CHECK(ms_sampler_init(&s, &d, buf, sizeof buf) == MS_ERR_WORKSPACE_TOO_SMALL);
+  CHECK(ms_sampler_init(NULL, &d, buf, sizeof buf) == MS_ERR_NULL_ARGUMENT);
+  d.n_workers = -1; CHECK(ms_sampler_size(&d) == 0);
+  CHECK(ms_seq_size(0) == 0);
+  CHECK(ms_seq_init(&q, 10, buf, sizeof buf) == MS_ERR_WORKSPACE_TOO_SMALL);
+  CHECK(ms_seq_create(&q, 0) == MS_ERR_CAPACITY);
+  CHECK(ms_seq_create(&q, 2) == MS_OK);
+  { int32_t pr[3] = {1, 2, 3}, bad[1] = {50};
+    CHECK(ms_seq_reset(q, pr, 3, 10, NULL, 0) == MS_ERR_CAPACITY);
+    CHECK(ms_seq_reset(q, bad, 1, 10, NULL, 0) == MS_ERR_TOKEN_OUT_OF_RANGE);
+    CHECK(ms_seq_reset(q, pr, 2, 10, NULL, 0) == MS_OK);
+    CHECK(ms_seq_accept(q, 5) == MS_ERR_CAPACITY);
+    CHECK(ms_seq_reset(q, pr, 1, 10, NULL, 0) == MS_OK);
+    CHECK(ms_seq_accept(q, 10) == MS_ERR_TOKEN_OUT_OF_RANGE);
+    CHECK(ms_seq_accept(q, 9) == MS_OK);
+    CHECK(ms_seq_count(q, 9) == 1 && ms_seq_in_prompt(q, 1) && !ms_seq_in_prompt(q, 9));
+  }
+  ms_seq_destroy(q);
+}
+
+TEST(test_validation_messages) {
+  /* vLLM's wording (sampling_params.py), HF's (logits_process.py) */
+  static const struct { int profile; const char *field; float value; const char *want; } cases[] = {
+    {0, "temperature", -0.5f, "temperature must be non-negative, got -0.5."},
+    {0, "temperature", 2.5f, "temperature must be in [0, 2], got 2.5."},
+    {0, "temperature", NAN, "temperature must be a finite number, got nan."},
+    {0, "top_p", 0.0f, "top_p must be in (0, 1], got 0.0."},
+    {0, "top_p", 1.1f, "top_p must be in (0, 1], got 1.1."},
+    {0, "min_p", 1.5f, "min_p must be in [0, 1], got 1.5."},
+    {0, "presence_penalty", 2.5f, "presence_penalty must be in [-2, 2], got 2.5."},
+    {0, "frequency_penalty", -3.0f, "frequency_penalty must be in [-2, 2], got -3.0."},
+    {0, "repetition_penalty", 0.0f, "repetition_penalty must be greater than zero, got 0.0."},
+    {0, "repetition_penalty", INFINITY, "repetition_penalty must be a finite number, got inf."},
+    {1, "temperature", -1.0f, "`temperature` (=-1.0) has to be a strictly positive float, otherwise your next token scores will be invalid."},
+    {1, "top_p", 1.5f, "`top_p` has to be a float > 0 and < 1, but is 1.5"},
+    {1, "min_p", -0.1f, "`min_p` has to be a float in the [0, 1] interval, but is -0.1"},
+    {1, "repetition_penalty", -2.0f, "`penalty` has to be a strictly positive float, but is -2.0"},
+  };
+  size_t i;
+  char msg[300];
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ms_params p = ms_params_default();
+    p.profile = (ms_profile)cases[i].profile;
+    if (!strcmp(cases[i].field, "temperature")) p.temperature = cases[i].value;
+    if (!strcmp(cases[i].field, "top_p")) p.top_p = cases[i].value;
+    if (!strcmp(cases[i].field, "min_p")) p.min_p = cases[i].value;
+    if (!strcmp(cases[i].field, "presence_penalty")) p.presence_penalty = cases[i].value;
+    if (!strcmp(cases[i].field, "frequency_penalty")) p.frequency_penalty = cases[i].value;
+    if (!strcmp(cases[i].field, "repetition_penalty")) p.repetition_penalty = cases[i].value;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM);
+    CHECK_MSG(strcmp(msg, cases[i].want) == 0, "got '%s' want '%s'", msg, cases[i].want);
+  }
+  {
+    ms_params p = ms_params_default();
+    ms_bias b[1] = {{5000, 1.0f}};
+    p.top_k = -2;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "top_k must be 0 (disable), or at least 1, got -2."));
+    p = ms_params_default(); p.logprobs = 21;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "Requested sample logprobs of 21, which is greater than max allowed: 20"));
+    p = ms_params_default(); p.logit_bias = b; p.n_logit_bias = 1;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_TOKEN_OUT_OF_RANGE && strstr(msg, "5000") && strstr(msg, "Vocabulary size: 1000"));
+    p = ms_params_default(); p.min_tokens = -1;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "min_tokens must be greater than or equal to 0, got -1."));
+    p = ms_params_default(); p.profile = MS_PROFILE_HF; p.presence_penalty = 0.5f;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
+    p = ms_params_default(); p.profile = MS_PROFILE_SGLANG;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
+    p = ms_params_default();
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK && msg[0] == '\0');
+    CHECK(ms_params_validate(&p, 1000, NULL, 0) == MS_OK);
+    p.temperature = 0.0f; p.top_k = -1;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK);
+  }
+}
+
+/* logprobs against the naive reference: raw mode is log_softmax of the
+   raw row, processed mode is the log of the final distribution */
+TEST(test_logprobs) {
+  int V = 3000, it, i;
+  float *x = (float *)malloc(sizeof(float) * V), *want = (float *)malloc(sizeof(float) * V);
+  ms_sampler *s = sampler(V, 1);
+  for (it = 0; it < 60; it++) {
+    ms_params p = ms_params_default();
+    ms_output out; ms_logprob top[20];
+    double m = -INFINITY, z = 0;
+    int mode = it % 2;
+    for (i = 0; i < V; i++) x[i] = rn() * (it % 3 ? 1.0f : 3.0f);
+    p.temperature = (float[]){0.0f, 0.7f, 1.0f}[it % 3];
+    if (it % 4 == 1) p.top_k = 50;
+    if (it % 4 == 2) p.top_p = 0.9f;
+    if (it % 4 == 3) { p.min_p = 0.05f; p.top_k = 200; }
+    p.logprobs = 20; p.logprobs_mode = mode ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW;
+    p.seed = (uint64_t)it; p.has_seed = 1;
+    memset(&out, 0, sizeof out); out.top = top; out.top_capacity = 20;
+    CHECK(ms_sample(s, x, V, &p, NULL, &out) == MS_OK);
+    if (!mode || p.temperature == 0.0f) {
+      /* raw: log_softmax of x (processed greedy: no temperature, no filters) */
+      for (i = 0; i < V; i++) if (x[i] > m) m = x[i];
+      for (i = 0; i < V; i++) z += exp(x[i] - m);
+      CHECK_NEAR(out.logprob, x[out.token] - m - log(z), 1e-4);
+      { int rank = 1; for (i = 0; i < V; i++) if (x[i] > x[out.token]) rank++; CHECK_EQ_INT(out.rank, rank); }
+      CHECK_EQ_INT(out.n_top, 20);
+      for (i = 0; i < out.n_top; i++) {
+        int j, above = 0;
+        CHECK_NEAR(out.top[i].logprob, x[out.top[i].token] - m - log(z), 1e-4);
+        for (j = 0; j < V; j++) if (x[j] > x[out.top[i].token]) above++;
+        CHECK_EQ_INT(above, i);
+      }
+    } else {
+      int kept = 0, rank = 1;
+      naive_probs(x, V, &p, NULL, 0, NULL, 0, want);
+      CHECK(want[out.token] > 0);
+      CHECK_NEAR(out.logprob, log(want[out.token]), 1e-4);
+      for (i = 0; i < V; i++) { if (want[i] > 0) kept++; if (want[i] > want[out.token] * (1 + 1e-6)) rank++; }
+      CHECK_EQ_INT(out.rank, rank);
+      CHECK_EQ_INT(out.n_top, kept < 20 ? kept : 20);
+      for (i = 0; i < out.n_top; i++) {
+        CHECK_NEAR(out.top[i].logprob, log(want[out.top[i].token]), 1e-4);
+        if (i) CHECK(out.top[i].logprob <= out.top[i - 1].logprob);
+      }
+    }
+  }
+  free(x); free(want); ms_sampler_destroy(s);
+}
+
+/* Chi-square of 100k seeded draws against the exact distribution. The
+   critical value is the chi-square quantile at p = 1e-6 (Wilson-Hilferty),
+   so a correct sampler fails one configuration in a million runs. */
+static double chi2_crit(int df) {
+  double z = 4.753424, h = 2.0 / (9.0 * df);
+  return df * pow(1 - h + z * sqrt(h), 3);
+}
+
+static void chi2_config(ms_sampler *s, const float *x, int V, ms_params *p, const char *name) {
+  int n = 100000, i, df = -1;
+  float *probs = (float *)malloc(sizeof(float) * V);
+  int *count = (int *)calloc((size_t)V, sizeof(int));
+  ms_seq *q;
+  double chi = 0, pool_e = 0, pool_o = 0;
+  ms_seq_create(&q, 4);
+  p->seed = 1234; p->has_seed = 1;
+  ms_seq_reset(q, NULL, 0, V, p, 0);
+  CHECK(ms_probs(s, x, V, p, q, probs) == MS_OK);
+  for (i = 0; i < n; i++) {
+    ms_output out; memset(&out, 0, sizeof out);
+    ms_seq_set_position(q, (uint64_t)i);
+    if (ms_sample(s, x, V, p, q, &out) != MS_OK) { CHECK(0); break; }
+    count[out.token]++;
+  }
+  for (i = 0; i < V; i++) {
+    double e = probs[i] * (double)n;
+    if (probs[i] == 0) { CHECK_MSG(count[i] == 0, "%s: token %d has p = 0 but was drawn %d times", name, i, count[i]); continue; }
+    if (e < 5) { pool_e += e; pool_o += count[i]; continue; }
+    chi += (count[i] - e) * (count[i] - e) / e; df++;
+  }
+  if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / (pool_e > 1e-9 ? pool_e : 1e-9); df++; }
+  if (df < 1) df = 1;
+  CHECK_MSG(chi < chi2_crit(df), "%s: chi2 %.1f with %d df (critical %.1f)", name, chi, df, chi2_crit(df));
+  ms_seq_destroy(q); free(probs); free(count);
+}
+
+TEST(test_chi_square_draws) {
+  int V = 2000, i;
+  float *x = (float *)malloc(sizeof(float) * V);
+  ms_sampler *s = sampler(V, 1);
+  ms_params p;
+  for (i = 0; i < V; i++) x[i] = rn() * 2.0f;
+  p = ms_params_default(); chi2_config(s, x, V, &p, "temperature 1");
+  p = ms_params_default(); p.temperature = 0.6f; chi2_config(s, x, V, &p, "temperature 0.6");
+  p = ms_params_default(); p.top_k = 40; chi2_config(s, x, V, &p, "top_k 40");
+  p = ms_params_default(); p.top_p = 0.9f; chi2_config(s, x, V, &p, "top_p 0.9");
+  p = ms_params_default(); p.min_p = 0.05f; chi2_config(s, x, V, &p, "min_p 0.05");
+  p = ms_params_default(); p.top_k = 50; p.top_p = 0.95f; p.min_p = 0.05f; p.temperature = 0.7f; chi2_config(s, x, V, &p, "combo");
+  p = ms_params_default(); p.profile = MS_PROFILE_HF; p.top_k = 50; p.top_p = 0.9f; p.min_p = 0.1f; chi2_config(s, x, V, &p, "hf combo");
+  { ms_bias b[2] = {{3, 5.0f}, {4, -3.0f}}; p = ms_params_default(); p.logit_bias = b; p.n_logit_bias = 2; p.top_p = 0.8f; chi2_config(s, x, V, &p, "bias + top_p"); }
+  free(x); ms_sampler_destroy(s);
+  /* the full-row paths of a large vocabulary */
+  V = 40000; x = (float *)malloc(sizeof(float) * V); s = sampler(V, 1);
+  for (i = 0; i < V; i++) x[i] = rn() * 3.0f;
+  p = ms_params_default(); p.top_p = 0.7f; chi2_config(s, x, V, &p, "V=40000 top_p 0.7");
+  p = ms_params_default(); p.top_k = 3000; p.temperature = 1.3f; chi2_config(s, x, V, &p, "V=40000 top_k 3000");
+  free(x); ms_sampler_destroy(s);
+}
+
+/* The same seed gives the same tokens whatever the batch composition,
+   row order and thread count; different seeds differ. */
+TEST(test_batch_and_thread_invariance) {
+  enum { R = 24, V = 5000 };
+  float *x = (float *)malloc(sizeof(float) * R * V);
+  ms_params ps[R]; const ms_params *pp[R], *pp_rev[R];
+  ms_seq *seqs[R]; const ms_seq *qq[R], *qq_rev[R];
+  ms_output single[R], b1[R], b2[R];
+  ms_result rr[R];
+  ms_sampler *s1 = sampler(V, 1), *s2 = sampler(V, 2);
+  ms_batch b;
+  int r, i;
+  float *xr = (float *)malloc(sizeof(float) * R * V);
+  for (i = 0; i < R * V; i++) x[i] = rn() * 2.0f;
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_default();
+    ps[r].temperature = (r % 4 == 0) ? 0.0f : 0.8f;            /* mixed greedy / random */
+    ps[r].top_k = (r % 3 == 1) ? 40 : 0;
+    ps[r].top_p = (r % 5 == 2) ? 0.9f : 1.0f;
+    ps[r].seed = 100 + (uint64_t)r; ps[r].has_seed = 1;
+    ps[r].repetition_penalty = (r % 2) ? 1.2f : 1.0f;
+    ms_seq_create(&seqs[r], 64);
+    { int32_t pr[3] = {r, r + 1, r + 2}; ms_seq_reset(seqs[r], pr, 3, V, &ps[r], 0); ms_seq_accept(seqs[r], 7 * r); }
+    pp[r] = &ps[r]; qq[r] = seqs[r];
+    pp_rev[R - 1 - r] = &ps[r]; qq_rev[R - 1 - r] = seqs[r];
+    memcpy(xr + (size_t)(R - 1 - r) * V, x + (size_t)r * V, sizeof(float) * V);
+    memset(&single[r], 0, sizeof single[r]);
+    CHECK(ms_sample(s1, x + (size_t)r * V, V, &ps[r], seqs[r], &single[r]) == MS_OK);
+  }
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = x; b.row_stride = V; b.params = pp; b.seqs = qq; b.out = b1; b.row_results = rr;
+  CHECK(ms_sample_batch(s2, &b) == MS_OK);
+  b.logits = xr; b.params = pp_rev; b.seqs = qq_rev; b.out = b2;
+  CHECK(ms_sample_batch(s1, &b) == MS_OK);
+  for (r = 0; r < R; r++) {
+    CHECK_EQ_INT(b1[r].token, single[r].token);
+    CHECK_EQ_INT(b2[R - 1 - r].token, single[r].token);
+    CHECK_EQ_INT(rr[r], MS_OK);
+    CHECK_EQ_INT(b1[r].greedy, ps[r].temperature == 0.0f);
+  }
+  /* a bad row fails alone */
+  {
+    ms_params bad = ms_params_default(); bad.top_p = 2.0f;
+    pp[5] = &bad; b.logits = x; b.params = pp; b.seqs = qq; b.out = b1;
+    CHECK(ms_sample_batch(s2, &b) == MS_ERR_INVALID_PARAM);
+    CHECK_EQ_INT(rr[5], MS_ERR_INVALID_PARAM);
+    CHECK_EQ_INT(b1[5].token, -1);
+    CHECK_EQ_INT(b1[6].token, single[6].token);
+    pp[5] = &ps[5];
+  }
+  /* stride smaller than vocab is refused */
+  b.row_stride = V - 1;
+  CHECK(ms_sample_batch(s1, &b) == MS_ERR_INVALID_PARAM);
+  for (r = 0; r < R; r++) ms_seq_destroy(seqs[r]);
+  ms_sampler_destroy(s1); ms_sampler_destroy(s2);
+  free(x); free(xr);
+}
+
+TEST(test_seeds_and_replay) {
+  int V = 1000, i, same = 0;
+  float *x = (float *)malloc(sizeof(float) * V);
+  ms_sampler *s = sampler(V, 1);
+  ms_params p = ms_params_default();
+  ms_seq *a, *b;
+  for (i = 0; i < V; i++) x[i] = rn();
+  ms_seq_create(&a, 300); ms_seq_create(&b, 300);
+  /* unseeded: a fresh seed each request, readable for replay */
+  ms_seq_reset(a, NULL, 0, V, &p, 1); ms_seq_reset(b, NULL, 0, V, &p, 2);
+  CHECK(ms_seq_seed(a) != ms_seq_seed(b));
+  ms_seq_set_seed(b, ms_seq_seed(a));
+  for (i = 0; i < 200; i++) {
+    ms_output oa, ob; memset(&oa, 0, sizeof oa); memset(&ob, 0, sizeof ob);
+    ms_sample(s, x, V, &p, a, &oa); ms_sample(s, x, V, &p, b, &ob);
+    CHECK_EQ_INT(oa.token, ob.token);
+    CHECK(oa.position == (uint64_t)i && oa.seed == ms_seq_seed(a));
+    ms_seq_accept(a, oa.token); ms_seq_accept(b, ob.token);
+  }
+  /* different seeds give different streams */
+  p.seed = 1; p.has_seed = 1; ms_seq_reset(a, NULL, 0, V, &p, 0);
+  p.seed = 2; ms_seq_reset(b, NULL, 0, V, &p, 0);
+  for (i = 0; i < 200; i++) {
+    ms_output oa, ob; memset(&oa, 0, sizeof oa); memset(&ob, 0, sizeof ob);
+    ms_sample(s, x, V, &p, a, &oa); ms_sample(s, x, V, &p, b, &ob);
+    same += oa.token == ob.token;
+    ms_seq_accept(a, oa.token); ms_seq_accept(b, ob.token);
+  }
+  CHECK(same < 100);
+  /* copy keeps counters, seed and position */
+  {
+    ms_seq *c; ms_seq_create(&c, 300);
+    CHECK(ms_seq_copy(c, a) == MS_OK);
+    CHECK(ms_seq_seed(c) == ms_seq_seed(a) && ms_seq_position(c) == ms_seq_position(a));
+    for (i = 0; i < V; i++) CHECK(ms_seq_count(c, i) == ms_seq_count(a, i));
+    ms_seq_destroy(c);
+    ms_seq_create(&c, 10);
+    CHECK(ms_seq_copy(c, a) == MS_ERR_CAPACITY);
+    ms_seq_destroy(c);
+  }
+  ms_seq_destroy(a); ms_seq_destroy(b); ms_sampler_destroy(s); free(x);
+}
+
+/* A caller-provided parallel-for must give the same results. */
+typedef struct pf_user { int calls; } pf_user;
+static void my_parallel_for(void *user, int32_t n, ms_task_fn fn, void *ctx) {
+  int32_t i;
+  ((pf_user *)user)->calls++;
+  for (i = n - 1; i >= 0; i--) fn(ctx, i, i % 2); /* reversed, two workspaces */
+}
+TEST(test_caller_parallel_for) {
+  enum { R = 8, V = 700 };
+  float x[R * V]; ms_params p = ms_params_default(); const ms_params *pp[R]; ms_output o1[R], o2[R];
+  ms_sampler_desc d; ms_sampler *s, *s1 = sampler(V, 1); ms_batch b; pf_user u = {0}; int i;
+  for (i = 0; i < R * V; i++) x[i] = rn();
+  p.top_p = 0.9f; p.seed = 5; p.has_seed = 1;
+  for (i = 0; i < R; i++) pp[i] = &p;
+  memset(&d, 0, sizeof d); d.max_vocab = V; d.n_workers = 2; d.parallel_for = my_parallel_for; d.parallel_user = &u;
+  CHECK(ms_sampler_create(&s, &d) == MS_OK);
+  memset(&b, 0, sizeof b); b.n_rows = R; b.vocab = V; b.logits = x; b.row_stride = V; b.params = pp; b.out = o1;
+  CHECK(ms_sample_batch(s, &b) == MS_OK);
+  b.out = o2; CHECK(ms_sample_batch(s1, &b) == MS_OK);
+  CHECK(u.calls == 1);
+  for (i = 0; i < R; i++) CHECK_EQ_INT(o1[i].token, o2[i].token);
+  ms_sampler_destroy(s); ms_sampler_destroy(s1);
+}
+
+TEST(test_min_tokens_and_penalties_scope) {
+  int V = 50, i;
+  float x[50]; float probs[50];
+  ms_sampler *s = sampler(V, 1);
+  ms_params p = ms_params_default();
+  ms_seq *q; int32_t stops[1] = {7}; int32_t prompt[2] = {3, 4};
+  for (i = 0; i < V; i++) x[i] = 0.0f;
+  ms_seq_create(&q, 64);
+  p.min_tokens = 2; p.eos_token_id = 5; p.stop_token_ids = stops; p.n_stop_token_ids = 1;
+  ms_seq_reset(q, prompt, 2, V, &p, 0);
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK(probs[5] == 0 && probs[7] == 0 && probs[6] > 0);
+  ms_seq_accept(q, 1); ms_seq_accept(q, 1);
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK(probs[5] > 0 && probs[7] > 0);
+  /* frequency/presence count output only; repetition also the prompt */
+  p = ms_params_default(); p.frequency_penalty = 1.0f; p.presence_penalty = 0.5f;
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK_NEAR(probs[1] / probs[0], exp(-2.5), 1e-5);
+  CHECK_NEAR(probs[3] / probs[0], 1.0, 1e-6);
+  p = ms_params_default(); p.repetition_penalty = 2.0f;
+  for (i = 0; i < V; i++) x[i] = 1.0f;
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK_NEAR(probs[3] / probs[0], exp(-0.5), 1e-5);
+  CHECK_NEAR(probs[1] / probs[0], exp(-0.5), 1e-5);
+  ms_seq_destroy(q); ms_sampler_destroy(s);
+}
+
+int main(void) {
+  RUN(test_bad_input_codes);
+  RUN(test_workspace_and_init_errors);
+  RUN(test_validation_messages);
+  RUN(test_logprobs);
+  RUN(test_chi_square_draws);
+  RUN(test_batch_and_thread_invariance);
+  RUN(test_seeds_and_replay);
+  RUN(test_caller_parallel_for);
+  RUN(test_min_tokens_and_penalties_scope);
+  return t_done();
+}
