@@ -26,6 +26,7 @@ IMPL_PARTS_POST="src/impl_select.c src/impl_params.c src/impl_seq.c src/impl_pip
 version=$(sed -n 's/^#define MYSAMPLE_VERSION_STRING "\(.*\)"/\1/p' src/api_core.h)
 
 paste_part() { # file
+  [ -f "$1" ] || { echo "amalgamate: missing part $1" >&2; return 1; }
   if [ "$lines" = 1 ]; then printf '#line 1 "%s"\n' "$1"; fi
   cat "$1"
   printf '\n'
@@ -73,11 +74,20 @@ gen_cuda() {
   done < src/cuda/parts.txt
 }
 
+# every listed part must exist: a missing one is an error, never a
+# silently smaller header
+for f in src/doc.txt $API_PARTS $IMPL_PARTS_PRE src/kernels.inc src/simd_undef.h $IMPL_PARTS_POST src/license.txt; do
+  [ -f "$f" ] || { echo "amalgamate: missing part $f" >&2; exit 1; }
+done
+for t in $SIMD_TARGETS; do [ -f "src/simd_$t.h" ] || { echo "amalgamate: missing part src/simd_$t.h" >&2; exit 1; }; done
+
 out=.
 if [ "$check" = 1 ]; then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
-gen_main > "$out/mysample.h.tmp" && mv "$out/mysample.h.tmp" "$out/mysample.h"
+gen_main > "$out/mysample.h.tmp" || { echo "amalgamate: mysample.h failed" >&2; exit 1; }
+mv "$out/mysample.h.tmp" "$out/mysample.h"
 if [ -f src/cuda/parts.txt ]; then
-  gen_cuda > "$out/mysample_cuda.h.tmp" && mv "$out/mysample_cuda.h.tmp" "$out/mysample_cuda.h"
+  gen_cuda > "$out/mysample_cuda.h.tmp" || { echo "amalgamate: mysample_cuda.h failed" >&2; exit 1; }
+  mv "$out/mysample_cuda.h.tmp" "$out/mysample_cuda.h"
 fi
 if [ "$check" = 1 ]; then
   rc=0

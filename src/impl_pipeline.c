@@ -195,6 +195,7 @@ typedef struct ms__kept {
   int list;          /* 1: candidate list, 0: full row */
   int id_order;      /* list: in token-id order instead of by value */
   int32_t n;         /* list: kept prefix length */
+  int32_t n_cand;    /* list: candidates before the filters (cv/ci, sorted) */
   float t;           /* full row: weight threshold */
   double mass;       /* sum of kept weights */
   float m, s;        /* max logit and 1/T: weight = exp((l - m) * s) */
@@ -275,6 +276,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     k->m = w->cv[0];
     R->m = k->m; R->argmax = w->ci[0];
     ms__filter_list(R, k, w->cv, w->e, c);
+    k->n_cand = c;
     return MS_OK;
   }
   rc = ms__row_max(R);
@@ -481,6 +483,29 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   }
 }
 
+/* Raw logprobs when the effective row is the raw row and the candidate
+   list (sorted, n_cand >= N) holds the top values: one exp pass for the
+   normaliser; the rank comes from the list when the token is in it. */
+MS__PRIVATE void ms__logprobs_from_candidates(ms__row *R, const ms__kept *k, int32_t token, ms_output *out) {
+  ms__ws *w = R->w;
+  int32_t n_top = R->p->logprobs, i, c = k->n_cand;
+  float m = w->cv[0], lt = R->x[token];
+  double logz = log(R->K->exp_sum(R->x, R->V, NULL, m, 1.0f, NULL, NULL));
+  out->logprob = (float)((double)(lt - m) - logz);
+  out->n_top = 0;
+  if (n_top > 0 && out->top) {
+    int32_t n = n_top < c ? n_top : c;
+    if (n > out->top_capacity) n = out->top_capacity;
+    for (i = 0; i < n; i++) { out->top[i].token = w->ci[i]; out->top[i].logprob = (float)((double)(w->cv[i] - m) - logz); }
+    out->n_top = n;
+  }
+  if (lt >= w->cv[c - 1]) {
+    int32_t r = 1;
+    for (i = 0; i < c && w->cv[i] > lt; i++) r++;
+    out->rank = r;
+  } else out->rank = 1 + R->K->count_gt(R->x, R->V, NULL, lt);
+}
+
 /* Logprobs of the final distribution of a random row (kept set k). */
 MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t token, ms_output *out) {
   ms__ws *w = R->w;
@@ -576,7 +601,12 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     if (tok < 0) { rc = MS_ERR_ALL_MASKED; goto done; }
     out->token = tok;
     if (p->logprobs >= 0) {
-      if (p->logprobs_mode == MS_LOGPROBS_RAW) ms__logprobs_softmax(&R, 1, 1.0f, tok, out);
+      if (p->logprobs_mode == MS_LOGPROBS_RAW && k.list && !k.id_order && !R.enable && !R.sparse &&
+          R.n_touched == 0 && k.n_cand >= (p->logprobs > 0 ? p->logprobs : 1)) {
+        /* nothing changed the logits: the top-k candidates are the raw top
+           values, so only the normaliser needs a pass over the row */
+        ms__logprobs_from_candidates(&R, &k, tok, out);
+      } else if (p->logprobs_mode == MS_LOGPROBS_RAW) ms__logprobs_softmax(&R, 1, 1.0f, tok, out);
       else if (k.list || k.materialized) ms__logprobs_processed(&R, &k, tok, out);
       else ms__logprobs_softmax(&R, 0, k.s, tok, out);
     }

@@ -357,7 +357,7 @@ MS__PRIVATE int32_t ms__find_stop(const ms_text *t, const char *s, size_t n, siz
       h = (size_t)(hit - s);
       if (memcmp(hit, st, len) == 0) {
         end = h + len;
-        if (best < 0 || end < best_end || (end == best_end && len < best_len)) {
+        if (best < 0 || end < best_end || (end == best_end && len > best_len)) {
           best = i; best_end = end; best_len = len;
         }
         break;   /* later occurrences of this string end later */
