@@ -16,6 +16,8 @@ typedef struct ms__row {
   const uint32_t *enable;  /* NULL: every raw logit is used as is */
   int sparse;              /* allowed-ids list: only touched ids exist */
   int32_t n_touched;
+  int defer;               /* penalties wait for the scan (scan-only rows) */
+  int32_t n_pending;       /* deferred penalised ids (ws->pend), excluded from the raw scan */
   float m;                 /* max of the effective row */
   int32_t argmax;
 } ms__row;
@@ -50,7 +52,10 @@ MS__PRIVATE void ms__row_cleanup(ms__row *R) {
     R->w->touched_bits[id >> 5] &= ~(1u << (id & 31));
     if (restore) R->w->enable[id >> 5] |= 1u << (id & 31);
   }
+  if (restore)
+    for (i = 0; i < R->n_pending; i++) { int32_t id = R->w->pend[i]; R->w->enable[id >> 5] |= 1u << (id & 31); }
   R->n_touched = 0;
+  R->n_pending = 0;
 }
 
 MS__PRIVATE int ms__penalties_active(const ms_params *p, const ms_seq *seq) {
@@ -67,8 +72,9 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
   int min_tokens_on = p->min_tokens > 0 && (seq ? seq->n_output : 0) < p->min_tokens;
   int mods = p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || p->n_logit_bias > 0 ||
              (min_tokens_on && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) || ms__penalties_active(p, seq);
-  R->enable = NULL; R->sparse = 0; R->n_touched = 0;
-  if (!mods) return;
+  R->enable = NULL; R->sparse = 0; R->n_touched = 0; R->n_pending = 0;
+  if (!mods) { R->defer = 0; return; }
+  if (p->allowed_ids) R->defer = 0; /* sparse rows read only the allowed ids anyway */
   if (p->allowed_ids) {
     R->sparse = 1;
     R->enable = NULL; /* raw scans are skipped: only touched ids exist */
@@ -119,6 +125,13 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
             float *l;
             if (tok >= R->V) continue; /* a sequence from a larger vocab: ignore */
             if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
+            if (R->defer && !MS__TOUCHED(w, tok)) {
+              /* scan-only row: exclude it from the raw scan now, decide
+                 after the scan whether its penalised value can matter */
+              uint32_t bit = 1u << (tok & 31);
+              if (R->enable[tok >> 5] & bit) { ((uint32_t *)R->enable)[tok >> 5] &= ~bit; w->pend[R->n_pending++] = tok; }
+              continue;
+            }
             l = ms__touch(R, tok);
             /* vLLM apply_penalties: repetition (positive logits times 1/r
                in vLLM, divided by r in HF; the others times r), then
@@ -134,7 +147,31 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
 }
 
 /* Top-k scan over the effective row into t (raw lanes, then touched ids). */
-MS__PRIVATE ms_result ms__scan_row(ms__row *R, ms__topk *t) {
+/* Guess of a threshold that about 3k values of the row reach, from a
+   strided sample of 1024: admitting only those spares the scan the early
+   phase where almost every value passes. -FLT_MAX when no guess helps. */
+MS__PRIVATE float ms__guess_threshold(const float *x, int32_t V, int32_t k) {
+  float top[33];
+  int32_t r, i, n = 0;
+  double step;
+  if (k < 8 || V < 16384) return -FLT_MAX;
+  r = (int32_t)(3.0 * k * 1024.0 / V);
+  if (r < 1) r = 1;
+  if (r > 32) return -FLT_MAX;
+  step = V / 1024.0;
+  for (i = 0; i < 1024; i++) {
+    float v = x[(int32_t)(i * step)];
+    int32_t j;
+    if (!(v > -INFINITY) || v == INFINITY) continue;
+    if (n == r && !(v > top[r - 1])) continue;
+    j = n < r ? n++ : r - 1;
+    while (j > 0 && top[j - 1] < v) { top[j] = top[j - 1]; j--; }
+    top[j] = v;
+  }
+  return n == r ? top[r - 1] : -FLT_MAX;
+}
+
+MS__PRIVATE ms_result ms__scan_row_from(ms__row *R, ms__topk *t) {
   int32_t i;
   if (!R->sparse && R->K->scan_topk(R->x, R->V, R->enable, t)) return MS_ERR_NAN_LOGIT;
   for (i = 0; i < R->n_touched; i++) {
@@ -143,19 +180,59 @@ MS__PRIVATE ms_result ms__scan_row(ms__row *R, ms__topk *t) {
     if (v != v) return MS_ERR_NAN_LOGIT;
     if (v >= t->thr) ms__topk_push(t, v, id);
   }
+  if (R->n_pending) {
+    /* deferred penalties: with penalties that can only lower a logit, a
+       token whose raw logit is already below the k-th value cannot enter
+       the top k; only the others are penalised and pushed. The row is in
+       cache now, so these reads are cheap. */
+    const ms_params *p = R->p;
+    const ms_seq *seq = R->seq;
+    float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
+    float rinv = 1.0f / rp;
+    int lowering = rp >= 1.0f && fp >= 0.0f && pp >= 0.0f, recip = R->r->rep_by_reciprocal;
+    ms__topk_compact(t); /* the tightest threshold before the lookups */
+    for (i = 0; i < R->n_pending; i++) {
+      int32_t tok = R->w->pend[i], cnt;
+      float l = R->x[tok];
+      if (MS__TOUCHED(R->w, tok)) continue; /* a later stage masked it (-inf), or done */
+      /* t->n >= k: k values >= thr exist, so l < thr cannot make the cut */
+      if (lowering && l < t->thr && t->n >= t->k) continue;
+      cnt = ms_seq_count(seq, tok);
+      if (rp != 1.0f && (cnt > 0 || ms_seq_in_prompt(seq, tok))) l = l > 0.0f ? (recip ? l * rinv : l / rp) : l * rp;
+      if (cnt > 0) { l -= fp * (float)cnt; l -= pp; }
+      *ms__touch(R, tok) = l;
+      if (l >= t->thr) ms__topk_push(t, l, tok);
+    }
+  }
   return t->bad ? MS_ERR_INF_LOGIT : MS_OK;
+}
+
+/* Top-k scan over the effective row into t (raw lanes, then touched ids,
+   then deferred penalties). Starts from a sampled threshold guess; if
+   fewer than k values reach it, scans again from the bottom. */
+MS__PRIVATE ms_result ms__scan_row(ms__row *R, ms__topk *t) {
+  ms_result rc;
+  float guess = R->sparse ? -FLT_MAX : ms__guess_threshold(R->x, R->V, t->k);
+  t->thr = guess > t->thr ? guess : t->thr;
+  rc = ms__scan_row_from(R, t);
+  if (rc != MS_OK || guess == -FLT_MAX) return rc;
+  ms__topk_compact(t);
+  if (t->n >= t->k) return MS_OK;
+  t->n = 0; t->thr = -FLT_MAX; /* the guess was too high: rare */
+  return ms__scan_row_from(R, t);
 }
 
 /* Max and argmax of the effective row (lowest id among equal maxima). */
 MS__PRIVATE ms_result ms__row_max(ms__row *R) {
   ms__topk t;
   ms_result rc;
-  ms__topk_init(&t, 1, R->w->hv, R->w->hi, NULL, NULL, 0, 0);
+  ms__ws *w = R->w;
+  ms__topk_init(&t, 1, w->xv, w->xi, w->qs, w->cap, 0);
   rc = ms__scan_row(R, &t);
   if (rc != MS_OK) return rc;
-  if (t.n == 0) return MS_ERR_ALL_MASKED;
-  R->m = t.hv[0];
-  R->argmax = t.hi[0];
+  if (ms__topk_finish(&t, w->xv, w->xi, w->ka, w->kb, w->ki) == 0) return MS_ERR_ALL_MASKED;
+  R->m = w->xv[0];
+  R->argmax = w->xi[0];
   return MS_OK;
 }
 
@@ -264,15 +341,12 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   if (k_on && p->top_k <= MS__HEAP_K_MAX) {
     /* heap path: one scan keeps the k best (and ties); all else is on k */
     ms__topk t;
-    int32_t c, i;
-    ms__topk_init(&t, p->top_k, w->hv, w->hi, w->xv, w->xi, V, 1);
+    int32_t c;
+    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->cap, 1);
     rc = ms__scan_row(R, &t);
     if (rc != MS_OK) return rc;
-    if (t.n == 0) return MS_ERR_ALL_MASKED;
-    c = 0;
-    for (i = 0; i < t.n; i++) { w->cv[c] = t.hv[i]; w->ci[c] = t.hi[i]; c++; }
-    for (i = 0; i < t.nt; i++) if (t.tv[i] == t.hv[0]) { w->cv[c] = t.tv[i]; w->ci[c] = t.ti[i]; c++; }
-    ms__sort_desc(w, w->cv, w->ci, c);
+    c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+    if (c == 0) return MS_ERR_ALL_MASKED;
     k->m = w->cv[0];
     R->m = k->m; R->argmax = w->ci[0];
     ms__filter_list(R, k, w->cv, w->e, c);
@@ -445,7 +519,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   ms__ws *w = R->w;
   ms__row raw = *R;
   ms__row *Q = R;
-  int32_t n_top = R->p->logprobs, i;
+  int32_t n_top = R->p->logprobs, i, nt;
   float m, ltok;
   double z;
   ms__topk t;
@@ -453,33 +527,27 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
     raw.enable = NULL; raw.sparse = 0; raw.n_touched = 0;
     Q = &raw;
   }
-  /* max, top-N (with a heap large enough for N) */
+  /* max and top-N in one threshold scan */
   if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
-  ms__topk_init(&t, n_top > 0 ? n_top : 1, w->hv, w->hi, NULL, NULL, 0, 0);
+  ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->cap, 0);
   ms__scan_row(Q, &t);
-  if (t.n == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
-  /* the heap's max: sort it */
-  for (i = 0; i < t.n; i++) { w->tv[i] = t.hv[i]; w->ti[i] = t.hi[i]; }
-  ms__sort_desc(w, w->tv, w->ti, t.n);
+  nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
+  if (nt == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
   m = w->tv[0];
   z = ms__row_exp_sum(Q, m, s, NULL, NULL);
   ltok = use_raw ? R->x[token] : ms__eff(R, token);
   {
     double logz = log(z);
-    out->logprob = (ltok == -INFINITY) ? -INFINITY : (float)((double)((ltok - m) * s) - logz);
-    if (n_top > 0) {
-      for (i = 0; i < t.n; i++) w->tv[i] = (w->tv[i] == -INFINITY) ? -INFINITY : (float)((double)((w->tv[i] - m) * s) - logz);
-      ms__top_out(out, n_top, w->tv, w->ti, t.n);
-    } else out->n_top = 0;
-  }
-  /* rank: 1 + count strictly above the token's value */
-  if (n_top > 0 && t.n == t.k && ltok >= t.hv[0]) {
-    /* every larger value is in the heap */
+    float last = w->tv[nt - 1];
     int32_t c = 0;
-    for (i = 0; i < t.n; i++) if (t.hv[i] > ltok) c++;
-    out->rank = 1 + c;
-  } else {
-    out->rank = 1 + ms__row_count_gt(Q, ltok);
+    for (i = 0; i < nt; i++) if (w->tv[i] > ltok) c++;
+    out->logprob = (ltok == -INFINITY) ? -INFINITY : (float)((double)((ltok - m) * s) - logz);
+    /* rank: 1 + count strictly above; from the list when it holds them all */
+    out->rank = (nt == t.k && ltok >= last) || nt < t.k ? 1 + c : 1 + ms__row_count_gt(Q, ltok);
+    if (n_top > 0) {
+      for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((w->tv[i] - m) * s) - logz);
+      ms__top_out(out, n_top, w->tv, w->ti, nt);
+    } else out->n_top = 0;
   }
 }
 
@@ -532,13 +600,13 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t t
     /* full row of weights: top-N by weight among kept (weights >= t) */
     ms__topk t;
     float etok = w->e[token];
-    ms__topk_init(&t, n_top > 0 ? n_top : 1, w->hv, w->hi, NULL, NULL, 0, 0);
+    int32_t nt;
+    ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->cap, 0);
     t.thr = k->t;
     R->K->scan_topk(w->e, R->V, NULL, &t);
-    for (i = 0; i < t.n; i++) { w->tv[i] = t.hv[i]; w->ti[i] = t.hi[i]; }
-    ms__sort_desc(w, w->tv, w->ti, t.n);
-    for (i = 0; i < t.n; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
-    if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, t.n); else out->n_top = 0;
+    nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
+    for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
+    if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, nt); else out->n_top = 0;
     out->rank = 1 + R->K->count_gt(w->e, R->V, NULL, etok);
   }
 }
@@ -564,6 +632,20 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     greedy = !(T >= R.r->greedy_below);
   }
   if (out) { out->seed = seed; out->position = pos; out->greedy = greedy; out->rank = 0; out->n_top = 0; out->logprob = 0.0f; }
+  /* rows that only scan (greedy, or top-k within the heap) may defer the
+     penalties until the scan has set the k-th value */
+  R.defer = (greedy && !(p->logprobs >= 0 && p->logprobs_mode == MS_LOGPROBS_PROCESSED)) ||
+            (!greedy && p->top_k > 0 && p->top_k < V && p->top_k <= MS__HEAP_K_MAX);
+  {
+    /* only when every stage after the penalties just masks (-inf): a
+       deferred token touched later is then masked, whatever its penalty */
+    int st, after = 0;
+    for (st = 0; st < MS__P_COUNT_; st++) {
+      int kind = R.r->pointwise[st];
+      if (after && kind != MS__P_MASK && kind != MS__P_MIN_TOKENS) R.defer = 0;
+      if (kind == MS__P_PENALTIES) after = 1;
+    }
+  }
   ms__row_build(&R);
   if (greedy) {
     rc = ms__row_max(&R);

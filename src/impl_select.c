@@ -61,64 +61,68 @@ MS__PRIVATE const ms__kernels *ms__pick_kernels(void) {
   return &ms__kernel_table_scalar;
 }
 
-/* -- top-k heap with ties ---------------------------------------------------
-   A min-heap of the k best values seen; entries equal to the heap's minimum
-   that did not fit wait in a tie buffer, so "every token tied with the k-th
-   value stays" (vLLM, HF) costs nothing unless ties exist. */
-MS__PRIVATE void ms__topk_init(ms__topk *t, int32_t k, float *hv, int32_t *hi, float *tv, int32_t *ti, int32_t tcap, int keep_ties) {
-  t->k = k; t->n = 0; t->hv = hv; t->hi = hi; t->tv = tv; t->ti = ti;
-  t->nt = 0; t->tcap = tcap; t->keep_ties = keep_ties; t->overflow = 0; t->bad = 0;
+/* -- top-k with ties ---------------------------------------------------------
+   The scans append every value >= thr; each time the buffer holds `soft`
+   entries a selection finds the k-th largest, which becomes thr, and the
+   entries below it are dropped. Appends are cheap and predictable, unlike
+   heap sifts, and ties with the k-th value are kept for free. */
+MS__PRIVATE float ms__kth_largest(float *a, int32_t n, int32_t k) {
+  /* quickselect with a three-way partition (ties cost nothing) */
+  int32_t lo = 0, hi = n - 1, want = k - 1;
+  while (lo < hi) {
+    float x = a[lo + (hi - lo) / 2], y = a[lo], z = a[hi], pivot;
+    int32_t lt = lo, i = lo, gt = hi;
+    /* median of three */
+    pivot = (x > y) == (x < z) ? x : ((y > x) == (y < z) ? y : z);
+    while (i <= gt) {
+      float v = a[i];
+      if (v > pivot) { a[i] = a[lt]; a[lt] = v; lt++; i++; }
+      else if (v < pivot) { a[i] = a[gt]; a[gt] = v; gt--; }
+      else i++;
+    }
+    /* [lo, lt): > pivot, [lt, gt]: == pivot, (gt, hi]: < pivot */
+    if (want < lt) hi = lt - 1;
+    else if (want > gt) lo = gt + 1;
+    else return pivot;
+  }
+  return a[want];
+}
+
+MS__PRIVATE void ms__topk_init(ms__topk *t, int32_t k, float *bv, int32_t *bi, float *scratch, int32_t hard, int keep_ties) {
+  t->k = k; t->n = 0; t->bv = bv; t->bi = bi; t->scratch = scratch; t->hard = hard;
+  t->soft = 4 * k > 64 ? 4 * k : 64;
+  if (t->soft > hard) t->soft = hard;
+  t->keep_ties = keep_ties; t->bad = 0;
   t->thr = -FLT_MAX;
 }
 
-/* Heap order: smaller value first; among equal values the larger id is
-   "smaller", so for k = 1 the lowest id of equal maxima wins (argmax). */
-#define MS__HEAP_LESS(va, ia, vb, ib) ((va) < (vb) || ((va) == (vb) && (ia) > (ib)))
-
-MS__PRIVATE void ms__heap_sift_down(float *hv, int32_t *hi, int32_t n, int32_t pos) {
-  float v = hv[pos]; int32_t id = hi[pos];
-  for (;;) {
-    int32_t c = 2 * pos + 1;
-    if (c >= n) break;
-    if (c + 1 < n && MS__HEAP_LESS(hv[c + 1], hi[c + 1], hv[c], hi[c])) c++;
-    if (!MS__HEAP_LESS(hv[c], hi[c], v, id)) break;
-    hv[pos] = hv[c]; hi[pos] = hi[c]; pos = c;
-  }
-  hv[pos] = v; hi[pos] = id;
+/* Raises thr to the k-th largest entry and drops the entries below it. */
+MS__PRIVATE void ms__topk_compact(ms__topk *t) {
+  int32_t i, j;
+  float vk;
+  if (t->n <= t->k) return;
+  memcpy(t->scratch, t->bv, (size_t)t->n * sizeof(float));
+  vk = ms__kth_largest(t->scratch, t->n, t->k);
+  for (i = 0, j = 0; i < t->n; i++)
+    if (t->bv[i] >= vk) { t->bv[j] = t->bv[i]; t->bi[j] = t->bi[i]; j++; }
+  t->n = j;
+  t->thr = vk;
+  /* many ties with the k-th value: give the buffer room before the next round */
+  if (t->n * 2 > t->soft) t->soft = t->n * 2 < t->hard ? t->n * 2 : t->hard;
 }
 
 MS__PRIVATE float ms__topk_push(ms__topk *t, float v, int32_t id) {
   if (v == INFINITY) { t->bad = 1; return t->thr; }
-  if (!(v > -INFINITY)) return t->thr; /* masked or NaN: never a candidate */
-  if (t->n < t->k) {
-    int32_t pos = t->n++;
-    while (pos > 0) { /* sift up */
-      int32_t p = (pos - 1) / 2;
-      if (!MS__HEAP_LESS(v, id, t->hv[p], t->hi[p])) break;
-      t->hv[pos] = t->hv[p]; t->hi[pos] = t->hi[p]; pos = p;
-    }
-    t->hv[pos] = v; t->hi[pos] = id;
-    if (t->n == t->k) t->thr = t->hv[0];
-    return t->thr;
-  }
-  if (v > t->hv[0] || (!t->keep_ties && v == t->hv[0] && id < t->hi[0])) {
-    float old = t->hv[0]; int32_t old_id = t->hi[0];
-    t->hv[0] = v; t->hi[0] = id;
-    ms__heap_sift_down(t->hv, t->hi, t->n, 0);
-    if (t->keep_ties) {
-      if (t->hv[0] == old) {
-        if (t->nt < t->tcap) { t->tv[t->nt] = old; t->ti[t->nt] = old_id; t->nt++; } else t->overflow = 1;
-      } else {
-        t->nt = 0; /* every waiting tie was below the new minimum */
-      }
-    }
-    t->thr = t->hv[0];
-  } else if (t->keep_ties && v == t->hv[0]) {
-    if (t->nt < t->tcap) { t->tv[t->nt] = v; t->ti[t->nt] = id; t->nt++; } else t->overflow = 1;
-  }
+  if (!(v >= t->thr)) return t->thr; /* below, masked (-inf) or NaN */
+  t->bv[t->n] = v; t->bi[t->n] = id; t->n++;
+  if (t->n >= t->soft) ms__topk_compact(t);
   return t->thr;
 }
 
+/* The result, sorted by descending value then ascending id: the k best,
+   plus every entry tied with the k-th when keep_ties. Returns the count;
+   out arrays may be the buffer itself. */
+MS__PRIVATE int32_t ms__topk_finish(ms__topk *t, float *ov, int32_t *oi, uint32_t *ka, uint32_t *kb, int32_t *ki);
 /* -- sorting ---------------------------------------------------------------- */
 MS__PRIVATE uint32_t ms__desc_key(float f) {
   union { float f; uint32_t u; } c;
@@ -184,6 +188,16 @@ MS__PRIVATE void ms__sort_desc_with(float *v, int32_t *id, int32_t n, uint32_t *
 }
 #define ms__sort_desc(w, v, id, n) ms__sort_desc_with((v), (id), (n), (w)->ka, (w)->kb, (w)->ki)
 
+MS__PRIVATE int32_t ms__topk_finish(ms__topk *t, float *ov, int32_t *oi, uint32_t *ka, uint32_t *kb, int32_t *ki) {
+  int32_t i, n;
+  ms__topk_compact(t);
+  n = t->n;
+  if (ov != t->bv) for (i = 0; i < n; i++) { ov[i] = t->bv[i]; oi[i] = t->bi[i]; }
+  ms__sort_desc_with(ov, oi, n, ka, kb, ki);
+  if (!t->keep_ties && n > t->k) n = t->k; /* ties broken by the lower id */
+  return n;
+}
+
 /* Sorts ids ascending (with their values) - the draw walks in id order. */
 MS__PRIVATE void ms__sort_by_id(int32_t *id, float *v, int32_t n) {
   int32_t i;
@@ -195,7 +209,7 @@ MS__PRIVATE void ms__sort_by_id(int32_t *id, float *v, int32_t n) {
 }
 
 /* -- workspace ---------------------------------------------------------------- */
-#define MS__HEAP_K_MAX 1024   /* top-k up to this uses the heap scan */
+#define MS__HEAP_K_MAX 1024   /* top-k up to this uses the threshold scan */
 #define MS__SAMPLE 1024       /* sample size of the threshold estimate */
 
 typedef struct ms__ws {
@@ -209,20 +223,21 @@ typedef struct ms__ws {
   float *cv; int32_t *ci;   /* candidates (cap) */
   float *tv; int32_t *ti;   /* sort scratch (cap) */
   float *xv; int32_t *xi;   /* top-k tie buffer (cap) */
-  float *hv; int32_t *hi;   /* heap (MS__HEAP_K_MAX) */
+  float *qs;                /* selection scratch (cap) */
   float *blocks;            /* per-block sums (cap / MS__BLOCK + 1) */
   float *sv; int32_t *si;   /* sample (2 * MS__SAMPLE: values, scratch) */
   float *blk;               /* one block of weights (MS__BLOCK) */
   uint32_t *ka, *kb; int32_t *ki; /* radix sort scratch (cap) */
+  int32_t *pend;            /* deferred penalised ids (cap) */
 } ms__ws;
 
 MS__PRIVATE size_t ms__ws_size(int32_t cap) {
   size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
   size_t s = 0;
   s += ms__align_up(sizeof(ms__ws), 64);
-  s += 12 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki */
+  s += 13 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend */
   s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
-  s += 2 * ms__align_up(MS__HEAP_K_MAX * 4, 64);
+  s += ms__align_up(v * 4, 64);              /* qs */
   s += ms__align_up(nb * 4, 64);
   s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
   s += ms__align_up(MS__BLOCK * 4, 64);
@@ -240,8 +255,9 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
   MS__TAKE(cv, float, v); MS__TAKE(ci, int32_t, v); MS__TAKE(tv, float, v); MS__TAKE(ti, int32_t, v);
   MS__TAKE(xv, float, v); MS__TAKE(xi, int32_t, v);
   MS__TAKE(ka, uint32_t, v); MS__TAKE(kb, uint32_t, v); MS__TAKE(ki, int32_t, v);
+  MS__TAKE(pend, int32_t, v);
   MS__TAKE(enable, uint32_t, words); MS__TAKE(mask, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
-  MS__TAKE(hv, float, MS__HEAP_K_MAX); MS__TAKE(hi, int32_t, MS__HEAP_K_MAX);
+  MS__TAKE(qs, float, v);
   MS__TAKE(blocks, float, nb);
   MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
   MS__TAKE(blk, float, MS__BLOCK);

@@ -79,17 +79,19 @@ MS__PRIVATE float ms__expf(float x) {
   return 0.0f; /* also -inf (masked) and NaN */
 }
 
-/* Heap-with-ties state for top-k scans (see impl_select.c). Declared here
-   because the kernels call ms__topk_push on the rare lanes that pass. */
+/* Top-k state for the threshold scans (see impl_select.c): a buffer of
+   candidates >= thr; when it fills, a selection raises thr to the k-th
+   value and drops what fell below. Declared here because the kernels call
+   ms__topk_push on the rare lanes that pass. */
 typedef struct ms__topk {
-  int32_t k, n;          /* capacity, entries in the heap */
-  float *hv; int32_t *hi;/* min-heap: hv[0] is the smallest kept value */
-  float *tv; int32_t *ti;/* ties: non-heap entries equal to hv[0] */
-  int32_t nt, tcap;
-  int32_t keep_ties;
-  int32_t overflow;      /* tie buffer ran out of room */
+  int32_t k;             /* how many to keep (ties with the k-th may add more) */
+  int32_t n;             /* entries in the buffer */
+  int32_t soft, hard;    /* compaction trigger; capacity */
+  float *bv; int32_t *bi;/* the buffer */
+  float *scratch;        /* hard floats for the selection */
+  int32_t keep_ties;     /* finish keeps every entry tied with the k-th */
   int32_t bad;           /* saw +inf */
-  float thr;             /* admission threshold for the scans */
+  float thr;             /* admission threshold: >= k entries are >= thr once raised */
 } ms__topk;
 MS__PRIVATE float ms__topk_push(ms__topk *t, float v, int32_t id);
 
