@@ -148,18 +148,19 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
 
 /* Top-k scan over the effective row into t (raw lanes, then touched ids). */
 /* Guess of a threshold that about 3k values of the row reach, from a
-   strided sample of 1024: admitting only those spares the scan the early
-   phase where almost every value passes. -FLT_MAX when no guess helps. */
+   strided sample (1024 values, fewer for short rows): admitting only those
+   spares the scan the early phase where almost every value passes.
+   -FLT_MAX when no guess helps. */
 MS__PRIVATE float ms__guess_threshold(const float *x, int32_t V, int32_t k) {
   float top[33];
-  int32_t r, i, n = 0;
+  int32_t r, i, n = 0, S = V / 8 < 1024 ? V / 8 : 1024;
   double step;
-  if (k < 8 || V < 16384) return -FLT_MAX;
-  r = (int32_t)(3.0 * k * 1024.0 / V);
+  if (k < 4 || S < 64) return -FLT_MAX;
+  r = (int32_t)(3.0 * k * S / V);
   if (r < 1) r = 1;
   if (r > 32) return -FLT_MAX;
-  step = V / 1024.0;
-  for (i = 0; i < 1024; i++) {
+  step = (double)V / S;
+  for (i = 0; i < S; i++) {
     float v = x[(int32_t)(i * step)];
     int32_t j;
     if (!(v > -INFINITY) || v == INFINITY) continue;
@@ -227,7 +228,7 @@ MS__PRIVATE ms_result ms__row_max(ms__row *R) {
   ms__topk t;
   ms_result rc;
   ms__ws *w = R->w;
-  ms__topk_init(&t, 1, w->xv, w->xi, w->qs, w->cap, 0);
+  ms__topk_init(&t, 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
   rc = ms__scan_row(R, &t);
   if (rc != MS_OK) return rc;
   if (ms__topk_finish(&t, w->xv, w->xi, w->ka, w->kb, w->ki) == 0) return MS_ERR_ALL_MASKED;
@@ -342,7 +343,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     /* heap path: one scan keeps the k best (and ties); all else is on k */
     ms__topk t;
     int32_t c;
-    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->cap, 1);
+    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
     rc = ms__scan_row(R, &t);
     if (rc != MS_OK) return rc;
     c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
@@ -529,7 +530,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   }
   /* max and top-N in one threshold scan */
   if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
-  ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->cap, 0);
+  ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
   ms__scan_row(Q, &t);
   nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
   if (nt == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
@@ -601,7 +602,7 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t t
     ms__topk t;
     float etok = w->e[token];
     int32_t nt;
-    ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->cap, 0);
+    ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
     t.thr = k->t;
     R->K->scan_topk(w->e, R->V, NULL, &t);
     nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);

@@ -66,30 +66,35 @@ MS__PRIVATE const ms__kernels *ms__pick_kernels(void) {
    entries a selection finds the k-th largest, which becomes thr, and the
    entries below it are dropped. Appends are cheap and predictable, unlike
    heap sifts, and ties with the k-th value are kept for free. */
-MS__PRIVATE float ms__kth_largest(float *a, int32_t n, int32_t k) {
-  /* quickselect with a three-way partition (ties cost nothing) */
-  int32_t lo = 0, hi = n - 1, want = k - 1;
-  while (lo < hi) {
-    float x = a[lo + (hi - lo) / 2], y = a[lo], z = a[hi], pivot;
-    int32_t lt = lo, i = lo, gt = hi;
-    /* median of three */
+/* The k-th largest of a[0..n) (a is clobbered; b is scratch of n).
+   Quickselect whose partition is branch-free: each value is written to
+   both sides and only the side counters advance, so random data costs no
+   mispredictions. */
+MS__PRIVATE float ms__kth_largest(float *a, float *b, int32_t n, int32_t k) {
+  int32_t want = k - 1;
+  while (n > 16) {
+    float x = a[n / 2], y = a[0], z = a[n - 1], pivot;
+    int32_t i, g = 0, l = 0;
     pivot = (x > y) == (x < z) ? x : ((y > x) == (y < z) ? y : z);
-    while (i <= gt) {
+    for (i = 0; i < n; i++) {
       float v = a[i];
-      if (v > pivot) { a[i] = a[lt]; a[lt] = v; lt++; i++; }
-      else if (v < pivot) { a[i] = a[gt]; a[gt] = v; gt--; }
-      else i++;
+      a[g] = v; b[l] = v;      /* g <= i: writing a in place is safe */
+      g += v > pivot;
+      l += v < pivot;
     }
-    /* [lo, lt): > pivot, [lt, gt]: == pivot, (gt, hi]: < pivot */
-    if (want < lt) hi = lt - 1;
-    else if (want > gt) lo = gt + 1;
-    else return pivot;
+    if (want < g) n = g;
+    else if (want < n - l) return pivot;           /* among the values equal to the pivot */
+    else { float *t = a; want -= n - l; a = b; b = t; n = l; }
   }
-  return a[want];
+  {
+    int32_t i, j;
+    for (i = 1; i < n; i++) { float v = a[i]; j = i - 1; while (j >= 0 && a[j] < v) { a[j + 1] = a[j]; j--; } a[j + 1] = v; }
+    return a[want];
+  }
 }
 
-MS__PRIVATE void ms__topk_init(ms__topk *t, int32_t k, float *bv, int32_t *bi, float *scratch, int32_t hard, int keep_ties) {
-  t->k = k; t->n = 0; t->bv = bv; t->bi = bi; t->scratch = scratch; t->hard = hard;
+MS__PRIVATE void ms__topk_init(ms__topk *t, int32_t k, float *bv, int32_t *bi, float *scratch, float *scratch2, int32_t hard, int keep_ties) {
+  t->k = k; t->n = 0; t->bv = bv; t->bi = bi; t->scratch = scratch; t->scratch2 = scratch2; t->hard = hard;
   t->soft = 4 * k > 64 ? 4 * k : 64;
   if (t->soft > hard) t->soft = hard;
   t->keep_ties = keep_ties; t->bad = 0;
@@ -102,7 +107,7 @@ MS__PRIVATE void ms__topk_compact(ms__topk *t) {
   float vk;
   if (t->n <= t->k) return;
   memcpy(t->scratch, t->bv, (size_t)t->n * sizeof(float));
-  vk = ms__kth_largest(t->scratch, t->n, t->k);
+  vk = ms__kth_largest(t->scratch, t->scratch2, t->n, t->k);
   for (i = 0, j = 0; i < t->n; i++)
     if (t->bv[i] >= vk) { t->bv[j] = t->bv[i]; t->bi[j] = t->bi[i]; j++; }
   t->n = j;
@@ -223,7 +228,7 @@ typedef struct ms__ws {
   float *cv; int32_t *ci;   /* candidates (cap) */
   float *tv; int32_t *ti;   /* sort scratch (cap) */
   float *xv; int32_t *xi;   /* top-k tie buffer (cap) */
-  float *qs;                /* selection scratch (cap) */
+  float *qs, *qs2;          /* selection scratch (cap each) */
   float *blocks;            /* per-block sums (cap / MS__BLOCK + 1) */
   float *sv; int32_t *si;   /* sample (2 * MS__SAMPLE: values, scratch) */
   float *blk;               /* one block of weights (MS__BLOCK) */
@@ -237,7 +242,7 @@ MS__PRIVATE size_t ms__ws_size(int32_t cap) {
   s += ms__align_up(sizeof(ms__ws), 64);
   s += 13 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend */
   s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
-  s += ms__align_up(v * 4, 64);              /* qs */
+  s += 2 * ms__align_up(v * 4, 64);          /* qs, qs2 */
   s += ms__align_up(nb * 4, 64);
   s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
   s += ms__align_up(MS__BLOCK * 4, 64);
@@ -257,7 +262,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
   MS__TAKE(ka, uint32_t, v); MS__TAKE(kb, uint32_t, v); MS__TAKE(ki, int32_t, v);
   MS__TAKE(pend, int32_t, v);
   MS__TAKE(enable, uint32_t, words); MS__TAKE(mask, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
-  MS__TAKE(qs, float, v);
+  MS__TAKE(qs, float, v); MS__TAKE(qs2, float, v);
   MS__TAKE(blocks, float, nb);
   MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
   MS__TAKE(blk, float, MS__BLOCK);
@@ -353,7 +358,7 @@ MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, in
       float th[8], top = hi;
       double a8[8];
       int32_t k;
-      if (top == INFINITY) { top = w->cv[0]; for (k = 1; k < c; k++) if (w->cv[k] > top) top = w->cv[k]; }
+      if (top == INFINITY) top = K->floor_max(w->cv, c);
       if (!(top > lo)) break; /* all equal */
       for (k = 0; k < 8; k++) th[k] = top - (top - lo) * (float)(k + 1) / 9.0f;
       K->mass_above8(w->cv, c, th, count_mode, a8);

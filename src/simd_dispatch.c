@@ -88,7 +88,7 @@ typedef struct ms__topk {
   int32_t n;             /* entries in the buffer */
   int32_t soft, hard;    /* compaction trigger; capacity */
   float *bv; int32_t *bi;/* the buffer */
-  float *scratch;        /* hard floats for the selection */
+  float *scratch, *scratch2; /* hard floats each, for the selection */
   int32_t keep_ties;     /* finish keeps every entry tied with the k-th */
   int32_t bad;           /* saw +inf */
   float thr;             /* admission threshold: >= k entries are >= thr once raised */
