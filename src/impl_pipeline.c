@@ -17,6 +17,7 @@ typedef struct ms__row {
   int sparse;              /* allowed-ids list: only touched ids exist */
   int32_t n_touched;
   int defer;               /* penalties wait for the scan (scan-only rows) */
+  int lazy;                /* ... and only lower logits: applied to the scan's survivors only */
   int32_t n_pending;       /* deferred penalised ids (ws->pend), excluded from the raw scan */
   float m;                 /* max of the effective row */
   int32_t argmax;
@@ -63,6 +64,47 @@ MS__PRIVATE int ms__penalties_active(const ms_params *p, const ms_seq *seq) {
          (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
 }
 
+/* The penalised value of l for token tok (vLLM apply_penalties:
+   repetition (positive logits times 1/r in vLLM, divided by r in HF; the
+   others times r), then frequency, then presence); *hit says whether any
+   penalty applies to tok. O(1): one hash lookup in the sequence. */
+MS__PRIVATE float ms__penalise(const ms__row *R, int32_t tok, float l, int *hit) {
+  const ms_params *p = R->p;
+  const ms_seq *seq = R->seq;
+  float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
+  uint32_t h = ms__seq_find(seq, tok);
+  int32_t cnt, k;
+  int rep;
+  *hit = 0;
+  if (seq->slot_token[h] != tok) return l;
+  k = seq->slot_index[h];
+  cnt = seq->d_count[k];
+  rep = rp != 1.0f && (cnt > 0 || seq->d_prompt[k]);
+  if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) return l;
+  *hit = 1;
+  if (rep) l = l > 0.0f ? (R->r->rep_by_reciprocal ? l * (1.0f / rp) : l / rp) : l * rp;
+  if (cnt > 0) { l -= fp * (float)cnt; l -= pp; }
+  return l;
+}
+
+/* Scan-only rows: exclude every penalised id from the raw scan and note it
+   in ws->pend; ms__scan_row_from decides per id after the scan. */
+MS__PRIVATE void ms__defer_penalties(ms__row *R) {
+  const ms_params *p = R->p;
+  const ms_seq *seq = R->seq;
+  ms__ws *w = R->w;
+  float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
+  int32_t i;
+  for (i = 0; i < seq->n_distinct; i++) {
+    int32_t tok = seq->d_token[i], cnt = seq->d_count[i];
+    uint32_t bit;
+    if (tok >= R->V || MS__TOUCHED(w, tok)) continue;
+    if (!(rp != 1.0f && (cnt > 0 || seq->d_prompt[i])) && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
+    bit = 1u << (tok & 31);
+    if (R->enable[tok >> 5] & bit) { ((uint32_t *)R->enable)[tok >> 5] &= ~bit; w->pend[R->n_pending++] = tok; }
+  }
+}
+
 /* Builds the effective row: the pointwise stages, in the profile's order. */
 MS__PRIVATE void ms__row_build(ms__row *R) {
   const ms_params *p = R->p;
@@ -73,8 +115,8 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
   int mods = p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || p->n_logit_bias > 0 ||
              (min_tokens_on && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) || ms__penalties_active(p, seq);
   R->enable = NULL; R->sparse = 0; R->n_touched = 0; R->n_pending = 0;
-  if (!mods) { R->defer = 0; return; }
-  if (p->allowed_ids) R->defer = 0; /* sparse rows read only the allowed ids anyway */
+  if (!mods) { R->defer = 0; R->lazy = 0; return; }
+  if (p->allowed_ids) R->defer = R->lazy = 0; /* sparse rows read only the allowed ids anyway */
   if (p->allowed_ids) {
     R->sparse = 1;
     R->enable = NULL; /* raw scans are skipped: only touched ids exist */
@@ -115,7 +157,29 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
         }
         break;
       case MS__P_PENALTIES:
-        if (ms__penalties_active(p, seq)) {
+        if (!ms__penalties_active(p, seq)) break;
+        if (R->lazy) {
+          /* only the ids touched so far now; the rest after the scan, and
+             only those that survive it */
+          int32_t n = R->n_touched;
+          for (i = 0; i < n; i++) {
+            int hit;
+            int32_t tok = w->touched[i];
+            w->ovr[tok] = ms__penalise(R, tok, w->ovr[tok], &hit);
+          }
+          break;
+        }
+        if (R->defer) {
+          int32_t n = R->n_touched;
+          for (i = 0; i < n; i++) {
+            int hit;
+            int32_t tok = w->touched[i];
+            w->ovr[tok] = ms__penalise(R, tok, w->ovr[tok], &hit);
+          }
+          ms__defer_penalties(R);
+          break;
+        }
+        {
           float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
           int recip = R->r->rep_by_reciprocal;
           float rinv = 1.0f / rp;
@@ -125,13 +189,6 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
             float *l;
             if (tok >= R->V) continue; /* a sequence from a larger vocab: ignore */
             if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
-            if (R->defer && !MS__TOUCHED(w, tok)) {
-              /* scan-only row: exclude it from the raw scan now, decide
-                 after the scan whether its penalised value can matter */
-              uint32_t bit = 1u << (tok & 31);
-              if (R->enable[tok >> 5] & bit) { ((uint32_t *)R->enable)[tok >> 5] &= ~bit; w->pend[R->n_pending++] = tok; }
-              continue;
-            }
             l = ms__touch(R, tok);
             /* vLLM apply_penalties: repetition (positive logits times 1/r
                in vLLM, divided by r in HF; the others times r), then
@@ -187,20 +244,16 @@ MS__PRIVATE ms_result ms__scan_row_from(ms__row *R, ms__topk *t) {
        the top k; only the others are penalised and pushed. The row is in
        cache now, so these reads are cheap. */
     const ms_params *p = R->p;
-    const ms_seq *seq = R->seq;
-    float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
-    float rinv = 1.0f / rp;
-    int lowering = rp >= 1.0f && fp >= 0.0f && pp >= 0.0f, recip = R->r->rep_by_reciprocal;
+    int lowering = p->repetition_penalty >= 1.0f && p->frequency_penalty >= 0.0f && p->presence_penalty >= 0.0f;
     ms__topk_compact(t); /* the tightest threshold before the lookups */
     for (i = 0; i < R->n_pending; i++) {
-      int32_t tok = R->w->pend[i], cnt;
+      int32_t tok = R->w->pend[i];
       float l = R->x[tok];
+      int hit;
       if (MS__TOUCHED(R->w, tok)) continue; /* a later stage masked it (-inf), or done */
       /* t->n >= k: k values >= thr exist, so l < thr cannot make the cut */
       if (lowering && l < t->thr && t->n >= t->k) continue;
-      cnt = ms_seq_count(seq, tok);
-      if (rp != 1.0f && (cnt > 0 || ms_seq_in_prompt(seq, tok))) l = l > 0.0f ? (recip ? l * rinv : l / rp) : l * rp;
-      if (cnt > 0) { l -= fp * (float)cnt; l -= pp; }
+      l = ms__penalise(R, tok, l, &hit);
       *ms__touch(R, tok) = l;
       if (l >= t->thr) ms__topk_push(t, l, tok);
     }
@@ -213,9 +266,36 @@ MS__PRIVATE ms_result ms__scan_row_from(ms__row *R, ms__topk *t) {
    fewer than k values reach it, scans again from the bottom. */
 MS__PRIVATE ms_result ms__scan_row(ms__row *R, ms__topk *t) {
   ms_result rc;
-  float guess = R->sparse ? -FLT_MAX : ms__guess_threshold(R->x, R->V, t->k);
+  float guess;
+  int32_t k = t->k;
+  if (R->lazy) t->k = k + 16; /* room for survivors the penalties push out */
+  guess = R->sparse ? -FLT_MAX : ms__guess_threshold(R->x, R->V, t->k);
   t->thr = guess > t->thr ? guess : t->thr;
   rc = ms__scan_row_from(R, t);
+  if (rc == MS_OK && R->lazy) {
+    /* lazy penalties: penalise the survivors (k + 16 raw values) only.
+       Every other token's raw logit is below thr, and penalties only lower
+       logits, so if k survivors still reach thr the top k is among them. */
+    int32_t i, reach = 0;
+    ms__topk_compact(t);
+    for (i = 0; i < t->n; i++) {
+      int32_t id = t->bi[i];
+      if (!MS__TOUCHED(R->w, id)) {
+        int hit;
+        float l = ms__penalise(R, id, t->bv[i], &hit);
+        if (hit) { *ms__touch(R, id) = l; t->bv[i] = l; }
+      }
+      reach += t->bv[i] >= t->thr;
+    }
+    t->k = k;
+    if (t->n >= t->k + 16 && reach >= k) return MS_OK;
+    if (t->n < t->k + 16 && guess == -FLT_MAX) return MS_OK; /* the row holds fewer: all of them are here */
+    /* too many survivors fell: exclude every penalised id and scan again */
+    R->lazy = 0;
+    ms__defer_penalties(R);
+    t->n = 0; t->thr = -FLT_MAX;
+    return ms__scan_row_from(R, t);
+  }
   if (rc != MS_OK || guess == -FLT_MAX) return rc;
   ms__topk_compact(t);
   if (t->n >= t->k) return MS_OK;
@@ -646,6 +726,7 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
       if (after && kind != MS__P_MASK && kind != MS__P_MIN_TOKENS) R.defer = 0;
       if (kind == MS__P_PENALTIES) after = 1;
     }
+    R.lazy = R.defer && seq && p->repetition_penalty >= 1.0f && p->frequency_penalty >= 0.0f && p->presence_penalty >= 0.0f;
   }
   ms__row_build(&R);
   if (greedy) {
