@@ -44,7 +44,8 @@ static void usage(FILE *f) {
   fprintf(f,
     "usage: mysample bench [--vocab V] [--sigma S] [--config NAME] [--threads T] [--reps N] [--no-naive] [--json]\n"
     "  Times the standard matrix (DESIGN.md) on N(0, sigma^2) logits, single thread,\n"
-    "  plus a 64-row batch on T threads (default 2). Defaults: every vocab of\n"
+    "  plus 64-row batches on T threads (default 2) for combo, top_p_0.9 and\n"
+    "  temperature_0.8 (--config batch64 for those alone). Defaults: every vocab of\n"
     "  32000 128256 151936 262144, sigma 1 and 3, 101 repetitions (median).\n"
     "  Keys: config vocab sigma threads us_per_row floor_max_us floor_softmax_us\n"
     "  naive_us x_floor_max x_floor_softmax x_naive simd. The penalty history is\n"
@@ -75,7 +76,7 @@ int ms_cli_bench(int argc, char **argv) {
     int32_t V = vocabs[vi];
     float *x = (float *)malloc(sizeof(float) * (size_t)V * 64);
     float *probs = (float *)malloc(sizeof(float) * (size_t)V);
-    double *t = (double *)malloc(sizeof(double) * (size_t)(reps > 64 ? reps : 64));
+    double *t = (double *)malloc(sizeof(double) * (size_t)(2 * reps + 64));
     ms_seq *seq = NULL;
     int32_t hist[1024];
     if (!x || !probs || !t) { fprintf(stderr, "mysample bench: out of memory\n"); return 1; }
@@ -144,28 +145,43 @@ int ms_cli_bench(int argc, char **argv) {
                  c->name, (int)V, (double)sigmas[si], us, us / fmax, us / fsm, naive_us, ms_sampler_simd(s));
         fflush(stdout);
       }
-      if (!only || !strcmp(only, "batch64")) {
-        /* 64 rows of the combo config: 1 thread vs the pool */
+      for (ci = 0; ci < N_CONFIGS; ci++) {
+        /* 64 rows, 1 thread vs the pool, for the configs that bound the
+           range: combo (one read of each row: memory-bound on a batch that
+           lives in DRAM), top-p and temperature (compute-bound) */
+        const bench_cfg *c = &CONFIGS[ci];
         const ms_params *pp[64];
         ms_output outs[64];
         ms_params p = ms_params_default();
         ms_batch b;
         double one, many;
+        char name[64];
         int reps_b = reps / 4 > 5 ? reps / 4 : 5;
-        p.temperature = 0.7f; p.top_k = 50; p.top_p = 0.95f; p.min_p = 0.05f; p.seed = 3; p.has_seed = 1;
+        if (strcmp(c->name, "combo") && strcmp(c->name, "top_p_0.9") && strcmp(c->name, "temperature_0.8")) continue;
+        snprintf(name, sizeof name, "batch64_%s", c->name);
+        if (only && strcmp(only, "batch64") && strcmp(only, name)) continue;
+        p.temperature = c->T; p.top_k = c->k; p.top_p = c->p; p.min_p = c->minp; p.seed = 3; p.has_seed = 1;
         for (i = 0; i < 64; i++) pp[i] = &p;
         memset(&b, 0, sizeof b);
         b.n_rows = 64; b.vocab = V; b.logits = x; b.row_stride = (size_t)V; b.params = pp; b.out = outs;
-        for (i = 0; i < reps_b; i++) { double t0 = now_us(); ms_sample_batch(s, &b); t[i] = now_us() - t0; }
-        one = median(t, reps_b);
-        for (i = 0; i < reps_b; i++) { double t0 = now_us(); ms_sample_batch(s2, &b); t[i] = now_us() - t0; }
-        many = median(t, reps_b);
+        {
+          /* interleaved, so both see the same cache and machine state */
+          double *t2 = t + reps_b;
+          ms_sample_batch(s, &b); ms_sample_batch(s2, &b); /* warm-up */
+          for (i = 0; i < reps_b; i++) {
+            double t0 = now_us(); ms_sample_batch(s, &b); t[i] = now_us() - t0;
+            t0 = now_us(); ms_sample_batch(s2, &b); t2[i] = now_us() - t0;
+          }
+          one = median(t, reps_b);
+          many = median(t2, reps_b);
+        }
         if (json)
-          printf("{\"config\": \"batch64_combo\", \"vocab\": %d, \"sigma\": %g, \"threads\": %d, \"us_per_row\": %.2f, \"us_per_row_1thread\": %.2f, \"speedup\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"simd\": \"%s\"}\n",
-                 (int)V, (double)sigmas[si], threads, many / 64, one / 64, one / many, fmax, fsm, ms_sampler_simd(s));
+          printf("{\"config\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": %d, \"us_per_row\": %.2f, \"us_per_row_1thread\": %.2f, \"speedup\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"simd\": \"%s\"}\n",
+                 name, (int)V, (double)sigmas[si], threads, many / 64, one / 64, one / many, fmax, fsm, ms_sampler_simd(s));
         else
-          printf("%-18s V=%-6d sigma=%g  %8.2f us/row on %d threads, %8.2f us/row on 1: %.2fx\n",
-                 "batch64_combo", (int)V, (double)sigmas[si], many / 64, threads, one / 64, one / many);
+          printf("%-26s V=%-6d sigma=%g  %8.2f us/row on %d threads, %8.2f us/row on 1: %.2fx\n",
+                 name, (int)V, (double)sigmas[si], many / 64, threads, one / 64, one / many);
+        fflush(stdout);
       }
       if (sink == 12345.678) printf("#\n"); /* keep the work observable */
     }
