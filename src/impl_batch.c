@@ -42,20 +42,25 @@ typedef struct ms__pool {
   ms__cond wake, done;
   uint64_t generation;
   int stop;
-  int32_t n_items, next, finished;
+  int32_t n_items, finished;
+  int32_t next;           /* claimed with ms__fetch_add */
   ms_task_fn fn;
   void *ctx;
 } ms__pool;
 
 typedef struct ms__pool_arg { ms__pool *pool; int32_t worker; } ms__pool_arg;
 
+/* Work items are claimed with an atomic counter: a contended mutex would
+   put the losing thread to sleep in the kernel for every row. */
+#  if defined(_MSC_VER) && !defined(__clang__)
+#    define ms__fetch_add(p) (InterlockedIncrement((volatile LONG *)(p)) - 1)
+#  else
+#    define ms__fetch_add(p) __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
+#  endif
 MS__PRIVATE void ms__pool_work(ms__pool *p, int32_t worker) {
   for (;;) {
-    int32_t i;
-    ms__lock(&p->mu);
-    i = p->next < p->n_items ? p->next++ : -1;
-    ms__unlock(&p->mu);
-    if (i < 0) return;
+    int32_t i = ms__fetch_add(&p->next);
+    if (i >= p->n_items) return;
     p->fn(p->ctx, i, worker);
   }
 }
