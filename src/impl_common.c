@@ -23,6 +23,16 @@
    beyond the ms_ API. */
 #define MS__PRIVATE static
 
+/* Scalar helpers the SIMD kernels use are forced inline: compiled inside a
+   target("avx512f") function they are VEX-encoded, while a call to legacy
+   SSE code from AVX-512 code costs ~100 ns per call on some CPUs. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define MS__FORCEINLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#  define MS__FORCEINLINE static __forceinline
+#else
+#  define MS__FORCEINLINE static inline
+#endif
 #if defined(__GNUC__) || defined(__clang__)
 #  define MS__LIKELY(x) __builtin_expect(!!(x), 1)
 #  define MS__UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -231,7 +231,7 @@ MS__PRIVATE float ms__guess_threshold(const float *x, int32_t V, int32_t k) {
 
 MS__PRIVATE ms_result ms__scan_row_from(ms__row *R, ms__topk *t) {
   int32_t i;
-  if (!R->sparse && R->K->scan_topk(R->x, R->V, R->enable, t)) return MS_ERR_NAN_LOGIT;
+  if (!R->sparse && ms__scan_all(R->K, R->x, R->V, R->enable, t)) return MS_ERR_NAN_LOGIT;
   for (i = 0; i < R->n_touched; i++) {
     int32_t id = R->w->touched[i];
     float v = R->w->ovr[id];
@@ -684,7 +684,7 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t t
     int32_t nt;
     ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
     t.thr = k->t;
-    R->K->scan_topk(w->e, R->V, NULL, &t);
+    ms__scan_all(R->K, w->e, R->V, NULL, &t);
     nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
     for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
     if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, nt); else out->n_top = 0;

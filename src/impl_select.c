@@ -124,6 +124,18 @@ MS__PRIVATE float ms__topk_push(ms__topk *t, float v, int32_t id) {
   return t->thr;
 }
 
+/* Runs the scan kernel over x, compacting the buffer between its calls
+   (scalar work stays out of the vector code). Returns 1 on a NaN. */
+MS__PRIVATE int ms__scan_all(const ms__kernels *K, const float *x, int32_t n, const uint32_t *enable, ms__topk *t) {
+  int nan = 0;
+  int32_t i = 0;
+  while (i < n) {
+    i = K->scan_topk(x, i, n, enable, t, &nan);
+    if (t->n >= t->soft) ms__topk_compact(t);
+  }
+  return nan;
+}
+
 /* The result, sorted by descending value then ascending id: the k best,
    plus every entry tied with the k-th when keep_ties. Returns the count;
    out arrays may be the buffer itself. */
@@ -317,7 +329,7 @@ MS__PRIVATE void ms__narrow(const float th[8], const double a8[8], double target
 MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, int32_t n,
                              int count_mode, float lo_floor, double target, double total, double *kept) {
   float lo = lo_floor, hi = INFINITY;
-  int attempt;
+  int attempt, dense = 1;
   if (n > 4 * MS__SAMPLE) {
     int32_t s = 0, i, j = 0, d;
     double step = (double)n / MS__SAMPLE, cum = 0.0;
@@ -340,6 +352,8 @@ MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, in
       d = 16 + (int32_t)(4.0 * sqrt((double)j + 1.0));
       hi = j - d >= 0 ? w->sv[j - d] : INFINITY;
       lo = j + d < s ? w->sv[j + d] : lo_floor;
+      /* a few % of the row or less: gather with a branch per vector */
+      dense = 2 * d > MS__SAMPLE / 16;
       if (lo < lo_floor) lo = lo_floor;
     }
   }
@@ -348,25 +362,42 @@ MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, in
     int32_t cap = attempt < 3 ? (n / 3 > 4096 ? n / 3 : (n < 4096 ? n : 4096)) : n;
     int32_t c, level;
     if (attempt == 3) { lo = lo_floor; hi = INFINITY; }
-    c = K->bracket(v, n, lo, hi, count_mode, &above, &wc, w->ci, w->cv, cap);
+    c = K->bracket(v, n, lo, hi, count_mode, attempt == 0 ? dense : 1, &above, &wc, w->ci, w->cv, cap);
     if (c < 0) { attempt = 2; continue; } /* the sample misled us: gather everything */
     if (above >= target && hi != INFINITY) { lo = hi; hi = INFINITY; continue; }
     if (above + wc < target && lo > lo_floor) { hi = lo; lo = lo_floor; continue; }
     if (c == 0) { *kept = above; return hi; } /* degenerate: nothing inside (target rounding) */
-    /* narrow the gathered slice in place until it is short */
-    for (level = 0; c > 64 && level < 8; level++) {
-      float th[8], top = hi;
-      double a8[8];
-      int32_t k;
-      if (top == INFINITY) top = K->floor_max(w->cv, c);
-      if (!(top > lo)) break; /* all equal */
-      for (k = 0; k < 8; k++) th[k] = top - (top - lo) * (float)(k + 1) / 9.0f;
+    /* narrow the gathered slice in place until it is short: 8 thresholds
+       at quantiles of a small sorted sample of the slice, around where
+       the sample puts the boundary (rank-based, so skewed weights, like a
+       language model's long tail, narrow as fast as even ones) */
+    for (level = 0; c > 32 && level < 8; level++) {
+      float th[8], sv[32];
+      double a8[8], cum = above, scale;
+      int32_t k, j, S = 32;
+      double step = (double)c / S;
+      for (k = 0; k < S; k++) sv[k] = w->cv[(int32_t)(k * step)];
+      for (k = 1; k < S; k++) { float v0 = sv[k]; j = k - 1; while (j >= 0 && sv[j] < v0) { sv[j + 1] = sv[j]; j--; } sv[j + 1] = v0; }
+      scale = step;
+      if (target - above <= 0.5 * wc) {
+        for (j = 0; j < S - 1; j++) { cum += (count_mode ? 1.0 : (double)sv[j]) * scale; if (cum >= target) break; }
+      } else {
+        /* the lighter side: the slice's weight below the boundary */
+        double rest = wc - (target - above);
+        cum = 0.0;
+        for (j = S - 1; j > 0; j--) { cum += (count_mode ? 1.0 : (double)sv[j]) * scale; if (cum >= rest) break; }
+      }
+      for (k = 0; k < 8; k++) {
+        int32_t q = j - 4 + k;
+        th[k] = sv[q < 0 ? 0 : (q >= S ? S - 1 : q)];
+      }
       K->mass_above8(w->cv, c, th, count_mode, a8);
-      if (hi == INFINITY) hi = top;
       ms__narrow(th, a8, target, &lo, &hi, &above);
       {
-        double ignore, ignore_in;
-        c = K->bracket(w->cv, c, lo, hi, count_mode, &ignore, &ignore_in, w->ti, w->cv, c);
+        double ignore;
+        int32_t c2 = K->bracket(w->cv, c, lo, hi, count_mode, 1, &ignore, &wc, w->ti, w->cv, c);
+        if (c2 == c) break; /* no progress (ties): sort what is left */
+        c = c2;
       }
     }
     ms__sort_desc(w, w->cv, w->ci, c);

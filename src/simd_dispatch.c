@@ -51,7 +51,7 @@
 #define MS__LOG2E 1.44269504088896341f
 #define MS__LN2_HI 0.693359375f
 #define MS__LN2_LO (-2.12194440e-4f)
-MS__PRIVATE float ms__expf_core(float x) { /* x in [MS__EXP_LO, MS__EXP_HI] */
+MS__FORCEINLINE float ms__expf_core(float x) { /* x in [MS__EXP_LO, MS__EXP_HI] */
   float n, r, p;
   union { uint32_t u; float f; } s;
   n = (x * MS__LOG2E + 12582912.0f) - 12582912.0f; /* round to nearest */
@@ -73,7 +73,7 @@ MS__PRIVATE float ms__expf_core(float x) { /* x in [MS__EXP_LO, MS__EXP_HI] */
 #define MS__EXP_SUB (-104.0f)
 #define MS__LN2_X32 22.18070977791825f
 #define MS__TWO_M32 2.3283064365386963e-10f
-MS__PRIVATE float ms__expf(float x) {
+MS__FORCEINLINE float ms__expf(float x) {
   if (x >= MS__EXP_LO) return ms__expf_core(x > MS__EXP_HI ? MS__EXP_HI : x);
   if (x >= MS__EXP_SUB) return ms__expf_core(x + MS__LN2_X32) * MS__TWO_M32;
   return 0.0f; /* also -inf (masked) and NaN */
@@ -93,14 +93,15 @@ typedef struct ms__topk {
   int32_t bad;           /* saw +inf */
   float thr;             /* admission threshold: >= k entries are >= thr once raised */
 } ms__topk;
-MS__PRIVATE float ms__topk_push(ms__topk *t, float v, int32_t id);
 
 /* The kernel table: one set of function pointers per instruction set. */
 typedef struct ms__kernels {
   const char *name;
-  /* threshold scan: lanes with x >= t->thr (enabled) go to ms__topk_push;
-     returns 1 if a NaN was seen */
-  int (*scan_topk)(const float *x, int32_t n, const uint32_t *enable, ms__topk *t);
+  /* threshold scan from index `start`: enabled lanes with x >= t->thr are
+     appended to t's buffer (+inf sets t->bad); stops after the step where
+     the buffer reaches t->soft and returns where to resume (n when done),
+     so the caller compacts between calls; *nan is set on a NaN */
+  int32_t (*scan_topk)(const float *x, int32_t start, int32_t n, const uint32_t *enable, ms__topk *t, int *nan);
   /* sum of exp((x - m) * s) over enabled lanes; writes e when out != NULL
      (0 for disabled lanes), per-MS__BLOCK sums when blocks != NULL */
   double (*exp_sum)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, float *blocks);
@@ -109,8 +110,9 @@ typedef struct ms__kernels {
   int32_t (*compact_ge)(const float *x, int32_t n, const uint32_t *enable, float cut, int32_t *ids, float *vals, int32_t cap);
   /* weight of v > hi into *above (the values, or their count in
      count_mode), the lanes with lo <= v <= hi and v > 0 gathered and
-     their weight into *inside; returns their count, -1 past cap */
-  int32_t (*bracket)(const float *v, int32_t n, float lo, float hi, int count_mode, double *above, double *inside, int32_t *ids, float *vals, int32_t cap);
+     their weight into *inside; returns their count, -1 past cap. dense:
+     many lanes expected in (gather branch-free) */
+  int32_t (*bracket)(const float *v, int32_t n, float lo, float hi, int count_mode, int dense, double *above, double *inside, int32_t *ids, float *vals, int32_t cap);
   /* per-block sums of v over lanes with v >= t */
   double (*block_sums_ge)(const float *v, int32_t n, float t, float *blocks);
   /* weight of v > th[j] for 8 thresholds in one pass */
@@ -122,7 +124,7 @@ typedef struct ms__kernels {
   double (*floor_softmax)(const float *x, int32_t n);
 } ms__kernels;
 
-MS__PRIVATE MS__UNUSED uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
+MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
   /* i is a multiple of w and w divides 32, so the lanes sit in one word */
   uint32_t word = enable[i >> 5] >> (i & 31);
   return w == 32 ? word : (word & ((1u << w) - 1u));
