@@ -320,13 +320,12 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     }
     prof = p->profile == MS_PROFILE_HF ? 1 : 0;
     if (prof) flags |= MS__CUDA_F_HF;
-    /* greedy below the profile's threshold; vLLM raises 0 < T < 0.01 */
+    /* vLLM raises 0 < T < 0.01 to 0.01 before its greedy test, so only
+       T = 0 is greedy there (as ms_sample does) */
     T = p->temperature;
+    if (T > 0.0f && T < ms__cuda_temp_floor[prof]) T = ms__cuda_temp_floor[prof];
     if (!(T >= ms__cuda_greedy_below[prof])) flags |= MS__CUDA_F_GREEDY;
-    else {
-      if (T < ms__cuda_temp_floor[prof]) T = ms__cuda_temp_floor[prof];
-      R->inv_temp = 1.0f / T;
-    }
+    else R->inv_temp = 1.0f / T;
     R->top_k = (p->top_k > 0 && p->top_k < V) ? p->top_k : 0;
     R->top_p = p->top_p;
     R->min_p = p->min_p;

@@ -99,12 +99,10 @@ __device__ double ms_uniform_dev(u64 seed, u64 position, u32 purpose) {
 }
 
 /* The CPU's expf (src/simd_dispatch.c ms__expf: Cephes range reduction
-   and a degree-5 polynomial, 0 below -87.3365), operation by operation
+   and a degree-5 polynomial, subnormals kept down to -104), operation by operation
    with round-to-nearest intrinsics so no FMA contraction changes a bit:
    the GPU's weights are then the CPU's scalar weights. */
-__device__ __forceinline__ float ms_expf_dev(float x) {
-  if (!(x >= -87.3365f)) return 0.0f;
-  if (x > 88.3762f) x = 88.3762f;
+__device__ __forceinline__ float ms_expf_core_dev(float x) {
   float n = __fsub_rn(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f), 12582912.0f);
   float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
   r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
@@ -116,6 +114,14 @@ __device__ __forceinline__ float ms_expf_dev(float x) {
   p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
   p = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(p, r), r), r), 1.0f);
   return __fmul_rn(p, __int_as_float(((int)n + 127) << 23));
+}
+
+/* Subnormal results as the CPU keeps them: exp(x + 32 ln 2) * 2^-32 down
+   to -104, then 0 (also -inf and NaN). */
+__device__ __forceinline__ float ms_expf_dev(float x) {
+  if (x >= -87.3365f) return ms_expf_core_dev(x > 88.3762f ? 88.3762f : x);
+  if (x >= -104.0f) return __fmul_rn(ms_expf_core_dev(__fadd_rn(x, 22.18070977791825f)), 2.3283064365386963e-10f);
+  return 0.0f;
 }
 
 /* The weight of a logit: exp((l - M) * S) with S = 1 / T, as the CPU. */
@@ -281,7 +287,9 @@ __device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i
   if (R.flags & F_PEN) {
     u32 s = ((const u32 *)A.seq_state)[(u64)R.slot * A.seq_stride + (u64)i];
     u32 c = s & 0x7fffffffu;
-    if ((c != 0u || (s >> 31)) && R.repetition != 1.0f) x = x > 0.0f ? x / R.repetition : x * R.repetition;
+    /* vLLM multiplies positive logits by 1/r (float32), HF divides by r */
+    if ((c != 0u || (s >> 31)) && R.repetition != 1.0f)
+      x = x > 0.0f ? ((R.flags & F_HF) ? x / R.repetition : x * (1.0f / R.repetition)) : x * R.repetition;
     if (c != 0u) {
       x -= R.frequency * (float)c;
       x -= R.presence;
