@@ -34,7 +34,7 @@ echo
 
 # JSON-escape the prompt (backslashes and quotes; the default has neither)
 esc=$(printf '%s' "$prompt" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')
-body="{\"model\":\"mysample-ngram\",\"messages\":[{\"role\":\"user\",\"content\":\"$esc\"}],\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":150,\"temperature\":0.7,\"top_p\":0.95,\"seed\":42}"
+body="{\"model\":\"mysample-ngram\",\"messages\":[{\"role\":\"user\",\"content\":\"$esc\"}],\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":120,\"min_tokens\":40,\"temperature\":0.7,\"top_p\":0.95,\"seed\":42}"
 
 if command -v python3 >/dev/null 2>&1; then
   python3 "$here/demo_client.py" "$port" "$body"
@@ -45,4 +45,6 @@ else
   echo "demo: needs python3 or curl to talk to the server" >&2; exit 1
 fi
 echo
-echo "(same request with curl: curl -N http://127.0.0.1:PORT/v1/chat/completions -H 'Content-Type: application/json' -d '$body')"
+echo "try it yourself: build/examples/server --port 8000, then"
+echo "  curl -N http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\"
+echo "    -d '{\"model\":\"mysample-ngram\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"stream\":true}'"

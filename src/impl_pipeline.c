@@ -656,7 +656,7 @@ MS__PRIVATE void ms__logprobs_from_candidates(ms__row *R, const ms__kept *k, int
 }
 
 /* Logprobs of the final distribution of a random row (kept set k). */
-MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t token, ms_output *out) {
+MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, ms_output *out) {
   ms__ws *w = R->w;
   int32_t n_top = R->p->logprobs, i;
   double logk = log(k->mass);
@@ -664,9 +664,11 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, const ms__kept *k, int32_t t
   if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
   out->logprob = (float)((double)((ltok - k->m) * k->s) - logk);
   if (k->list && k->id_order) {
-    /* sort the (id-ordered) kept list by value for the top-N */
+    /* sort the (id-ordered) kept list by value for the top-N; its weights
+       (ws->e) are not permuted along, which is fine: the draw is done and
+       nothing reads them after the logprobs */
     ms__sort_desc(w, w->cv, w->ci, k->n);
-    ((ms__kept *)k)->id_order = 0;
+    k->id_order = 0;
   }
   if (k->list) {
     /* kept prefix is sorted by descending value */
