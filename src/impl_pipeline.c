@@ -591,7 +591,16 @@ MS__PRIVATE void ms__top_out(ms_output *out, int32_t n_want, const float *lp, co
   if (!out->top || n_want <= 0) return;
   if (n > n_want) n = n_want;
   if (n > out->top_capacity) n = out->top_capacity;
-  for (i = 0; i < n; i++) { out->top[i].token = ids[i]; out->top[i].logprob = lp[i]; }
+  for (i = 0; i < n; i++) {
+    /* insertion by (logprob desc, id asc): the candidates come ordered by
+       weight, and a weight and its logit can disagree by an ulp */
+    int32_t j = i;
+    while (j > 0 && (out->top[j - 1].logprob < lp[i] || (out->top[j - 1].logprob == lp[i] && out->top[j - 1].token > ids[i]))) {
+      out->top[j] = out->top[j - 1];
+      j--;
+    }
+    out->top[j].token = ids[i]; out->top[j].logprob = lp[i];
+  }
   out->n_top = n;
 }
 
@@ -605,7 +614,10 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   double z;
   ms__topk t;
   if (use_raw) {
+    /* the caller's row as given: no masks, no touched ids, no penalties (a
+       lazy or deferred scan must not touch ids into this copy) */
     raw.enable = NULL; raw.sparse = 0; raw.n_touched = 0;
+    raw.lazy = 0; raw.defer = 0; raw.n_pending = 0;
     Q = &raw;
   }
   /* max and top-N in one threshold scan */

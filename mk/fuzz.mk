@@ -1,0 +1,28 @@
+# Core fuzz targets (libFuzzer + ASan + UBSan): the sampler on any input,
+# the example server's request JSON parser, the llama2.c file loaders.
+#   make fuzz-core          build them
+#   make fuzz-core-run      run each for FUZZ_CORE_SECONDS (default 30)
+FUZZ_CORE_SECONDS ?= 30
+CORE_FUZZ := $(BUILD)/fuzz/fuzz_sampler $(BUILD)/fuzz/fuzz_request_json $(BUILD)/fuzz/fuzz_llama2
+
+.PHONY: fuzz-core fuzz-core-run
+fuzz-core: $(CORE_FUZZ)
+
+$(BUILD)/fuzz/fuzz_sampler: tests/fuzz/fuzz_sampler.c mysample.h
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< -lm -lpthread
+
+$(BUILD)/fuzz/fuzz_request_json: tests/fuzz/fuzz_request_json.c examples/json.h
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iexamples -o $@ $< -lm
+
+$(BUILD)/fuzz/fuzz_llama2: tests/fuzz/fuzz_llama2.c examples/llama2.h
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iexamples -o $@ $< -lm
+
+fuzz-core-run: $(CORE_FUZZ)
+	@for f in $(CORE_FUZZ); do \
+	  mkdir -p $(BUILD)/fuzz/corpus-$$(basename $$f); \
+	  echo "== $$f for $(FUZZ_CORE_SECONDS) s"; \
+	  $$f -max_total_time=$(FUZZ_CORE_SECONDS) -max_len=8192 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) 2>&1 | grep -vE '^#[0-9]+' || exit 1; \
+	done
