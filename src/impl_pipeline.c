@@ -621,7 +621,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
     Q = &raw;
   }
   /* max and top-N in one threshold scan */
-  if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
+  if (n_top > R->V) n_top = R->V; /* any N: the scan buffer holds the whole row if it must */
   ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
   ms__scan_row(Q, &t);
   nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
@@ -673,7 +673,7 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
   int32_t n_top = R->p->logprobs, i;
   double logk = log(k->mass);
   float ltok = ms__eff(R, token);
-  if (n_top > MS__HEAP_K_MAX) n_top = MS__HEAP_K_MAX;
+  if (n_top > R->V) n_top = R->V;
   out->logprob = (float)((double)((ltok - k->m) * k->s) - logk);
   if (k->list && k->id_order) {
     /* sort the (id-ordered) kept list by value for the top-N; its weights

@@ -417,7 +417,30 @@ TEST(test_min_tokens_and_penalties_scope) {
   ms_seq_destroy(q); ms_sampler_destroy(s);
 }
 
+/* Any number of logprobs: all V of them, sorted, summing to 1. */
+TEST(test_logprobs_any_n) {
+  int V = 3000, i, mode;
+  float *x = (float *)malloc(sizeof(float) * V);
+  ms_logprob *top = (ms_logprob *)malloc(sizeof(ms_logprob) * V);
+  ms_sampler *s = sampler(V, 1);
+  for (i = 0; i < V; i++) x[i] = rn();
+  for (mode = 0; mode < 2; mode++) {
+    ms_params p = ms_params_default();
+    ms_output out; double sum = 0;
+    p.logprobs = V; p.max_logprobs = -1; p.top_p = 0.9f; p.seed = 3; p.has_seed = 1;
+    p.logprobs_mode = mode ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW;
+    memset(&out, 0, sizeof out); out.top = top; out.top_capacity = V;
+    CHECK(ms_sample(s, x, V, &p, NULL, &out) == MS_OK);
+    if (!mode) CHECK_EQ_INT(out.n_top, V);
+    else CHECK(out.n_top > 1000 && out.n_top < V);           /* the kept set only */
+    for (i = 0; i < out.n_top; i++) { sum += exp(out.top[i].logprob); if (i) CHECK(out.top[i].logprob <= out.top[i - 1].logprob); }
+    CHECK_NEAR(sum, 1.0, 1e-4);
+  }
+  free(x); free(top); ms_sampler_destroy(s);
+}
+
 int main(void) {
+  RUN(test_logprobs_any_n);
   RUN(test_bad_input_codes);
   RUN(test_workspace_and_init_errors);
   RUN(test_validation_messages);
