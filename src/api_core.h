@@ -178,7 +178,11 @@ MSDEF size_t ms_seq_size(int32_t capacity);
    Returns MS_OK, MS_ERR_NULL_ARGUMENT, MS_ERR_WORKSPACE_TOO_SMALL or
    MS_ERR_CAPACITY. Thread safety: touches only mem. */
 MSDEF ms_result ms_seq_init(ms_seq **out, int32_t capacity, void *mem, size_t bytes);
-/* ms_seq_size + MYSAMPLE_MALLOC + ms_seq_init; free with ms_seq_destroy. */
+/* ms_seq_size + MYSAMPLE_MALLOC + ms_seq_init. Returns MS_OK,
+   MS_ERR_NULL_ARGUMENT, MS_ERR_CAPACITY or MS_ERR_OUT_OF_MEMORY.
+   ms_seq_destroy frees a sequence made by ms_seq_create (NULL and
+   preallocated sequences are ignored). Thread safety: touch only the
+   sequence. */
 MSDEF ms_result ms_seq_create(ms_seq **out, int32_t capacity);
 MSDEF void ms_seq_destroy(ms_seq *seq);
 /* Starts a new request: records the prompt (repetition penalty scope),
@@ -198,21 +202,29 @@ MSDEF ms_result ms_seq_accept(ms_seq *seq, int32_t token);
    a sequence (n > 1, beam-like uses) keeps its counters. Returns MS_OK,
    MS_ERR_NULL_ARGUMENT or MS_ERR_CAPACITY. */
 MSDEF ms_result ms_seq_copy(ms_seq *dst, const ms_seq *src);
-/* The seed the sequence draws with (read it back to replay a request). */
+/* Accessors of a sequence. All are O(1), take a sequence from ms_seq_init
+   or ms_seq_create (NULL is tolerated: getters return 0/NULL, setters do
+   nothing) and follow the sequence's rule: one thread at a time.
+   ms_seq_seed: the seed the draws use (read it back to replay a request).
+   ms_seq_set_seed: overrides it (e.g. per-choice seeds derived by the
+   caller for n > 1).
+   ms_seq_position: the output position the next draw uses, by default the
+   number of accepted output tokens; ms_seq_set_position overrides it
+   (replay, tools); ms_seq_accept advances it by one.
+   ms_seq_output_len / ms_seq_prompt_len: tokens accepted / in the prompt.
+   ms_seq_count: output occurrences of a token (frequency penalty), 0 for
+   ids never seen or out of range; ms_seq_in_prompt: 1 if it is in the
+   prompt.
+   ms_seq_tokens: prompt then output, ms_seq_prompt_len + ms_seq_output_len
+   ids, valid until the next reset/accept. */
 MSDEF uint64_t ms_seq_seed(const ms_seq *seq);
-/* Overrides the seed (e.g. per-choice seeds derived by the caller). */
 MSDEF void ms_seq_set_seed(ms_seq *seq, uint64_t seed);
-/* The output position the next draw uses: by default the number of accepted
-   output tokens; ms_seq_set_position overrides it (replay, tools). */
 MSDEF uint64_t ms_seq_position(const ms_seq *seq);
 MSDEF void ms_seq_set_position(ms_seq *seq, uint64_t position);
 MSDEF int32_t ms_seq_output_len(const ms_seq *seq);
 MSDEF int32_t ms_seq_prompt_len(const ms_seq *seq);
-/* Output count of a token (frequency penalty) and whether it is in the
-   prompt; 0 for ids the sequence has not seen. O(1). */
 MSDEF int32_t ms_seq_count(const ms_seq *seq, int32_t token);
 MSDEF int ms_seq_in_prompt(const ms_seq *seq, int32_t token);
-/* Tokens so far, prompt then output (length prompt_len + output_len). */
 MSDEF const int32_t *ms_seq_tokens(const ms_seq *seq);
 
 /* ---- the sampler -------------------------------------------------------- */
@@ -245,12 +257,16 @@ MSDEF size_t ms_sampler_size(const ms_sampler_desc *desc);
    MS_ERR_BAD_VOCAB, MS_ERR_WORKSPACE_TOO_SMALL, MS_ERR_UNSUPPORTED (pool
    asked for without MYSAMPLE_THREADS) or MS_ERR_THREADS. */
 MSDEF ms_result ms_sampler_init(ms_sampler **out, const ms_sampler_desc *desc, void *mem, size_t bytes);
-/* ms_sampler_size + MYSAMPLE_MALLOC + ms_sampler_init. */
+/* ms_sampler_size + MYSAMPLE_MALLOC + ms_sampler_init: same results, plus
+   MS_ERR_OUT_OF_MEMORY. Thread safety: touches only the new sampler. */
 MSDEF ms_result ms_sampler_create(ms_sampler **out, const ms_sampler_desc *desc);
-/* Stops the built-in pool; frees the memory if ms_sampler_create made it. */
+/* Stops the built-in pool (joins its threads) and frees the memory if
+   ms_sampler_create made it; NULL is ignored. Not while a call is running
+   on the sampler. */
 MSDEF void ms_sampler_destroy(ms_sampler *sampler);
 /* Which SIMD path the kernels run on: "avx512", "avx2", "sse2", "neon" or
-   "scalar" (chosen once at init from a CPU feature check). */
+   "scalar" (chosen once at init from CPUID; MYSAMPLE_SIMD in the
+   environment caps it). "none" for NULL. Thread safety: pure. */
 MSDEF const char *ms_sampler_simd(const ms_sampler *sampler);
 
 /* The benchmark floors, with the widest kernels of this CPU: one max pass
