@@ -306,7 +306,19 @@ MSDEF ms_result ms_sample_batch(ms_sampler *s, const ms_batch *b) {
   if (b->row_results) {
     for (r = 0; r < b->n_rows; r++) if (b->row_results[r] != MS_OK) return b->row_results[r];
   } else {
-    for (r = 0; r < b->n_rows; r++) if (b->out[r].token < 0) return MS_ERR_INVALID_PARAM;
+    /* no per-row results: find the first failed row and redo it alone for
+       its code (only on the error path; the outcome is deterministic) */
+    for (r = 0; r < b->n_rows; r++) {
+      if (b->out[r].token < 0) {
+        ms_output tmp = b->out[r];
+        const ms_seq *seq = b->seqs ? b->seqs[r] : NULL;
+        const float *x = b->logits + (size_t)r * b->row_stride;
+        ms_result rc = ms__row_check(s, x, b->vocab, b->params[r], seq);
+        tmp.top = NULL; tmp.top_capacity = 0;
+        if (rc == MS_OK) rc = ms__row_run(s->ws[0], s->K, x, b->vocab, b->params[r], seq, &tmp, NULL);
+        return rc != MS_OK ? rc : MS_ERR_STATE;
+      }
+    }
   }
   return MS_OK;
 }

@@ -314,6 +314,14 @@ TEST(test_batch_and_thread_invariance) {
     CHECK_EQ_INT(b1[6].token, single[6].token);
     pp[5] = &ps[5];
   }
+  /* without row_results the call still returns the failing row's code */
+  {
+    float keep = x[3 * V + 7];
+    b.row_results = NULL; x[3 * V + 7] = NAN;
+    CHECK(ms_sample_batch(s2, &b) == MS_ERR_NAN_LOGIT);
+    CHECK_EQ_INT(b1[3].token, -1);
+    x[3 * V + 7] = keep; b.row_results = rr;
+  }
   /* stride smaller than vocab is refused */
   b.row_stride = V - 1;
   CHECK(ms_sample_batch(s1, &b) == MS_ERR_INVALID_PARAM);
