@@ -326,82 +326,101 @@ MS__PRIVATE void ms__narrow(const float th[8], const double a8[8], double target
   else { *lo = nextafterf(th[i], INFINITY); *hi = th[i - 1]; *above += a8[i - 1]; }
 }
 
+/* From a sample of the weights, sorted here (sv, s values), a bracket
+   [*lo, *hi] that holds the boundary with high probability: the rank
+   estimate walks from the lighter side, and the margin is +-4 sigma of it.
+   want_fraction is target / total. *dense says whether the bracket holds
+   enough of the row for a branch-free gather. */
+MS__PRIVATE void ms__sample_bracket(ms__ws *w, float *sv, int32_t *si, int32_t s, int count_mode,
+                                    double want_fraction, float lo_floor, float *lo, float *hi, int *dense) {
+  double ssum = 0.0, want, cum = 0.0;
+  int32_t i, j = 0, d;
+  ms__sort_desc(w, sv, si, s);
+  for (i = 0; i < s; i++) ssum += count_mode ? 1.0 : (double)sv[i];
+  want = want_fraction * ssum;
+  if (want <= 0.5 * ssum) {
+    for (j = 0; j < s - 1; j++) { cum += count_mode ? 1.0 : (double)sv[j]; if (cum >= want) break; }
+  } else {
+    for (j = s - 1; j > 0; j--) { cum += count_mode ? 1.0 : (double)sv[j]; if (cum >= ssum - want) break; }
+  }
+  /* the gather is branch-free and the narrowing runs in cache, so a wide
+     bracket is cheap */
+  d = 16 + (int32_t)(4.0 * sqrt((double)j + 1.0));
+  *hi = j - d >= 0 ? sv[j - d] : INFINITY;
+  *lo = j + d < s ? sv[j + d] : lo_floor;
+  if (*lo < lo_floor) *lo = lo_floor;
+  /* a few % of the row or less: gather with a branch per vector */
+  *dense = 2 * d > MS__SAMPLE / 16;
+}
+
+/* Narrows a gathered slice vals[0..c) (all in [lo, hi], weight wc, with
+   weight `above` above hi) in place until it is short: 8 thresholds at
+   quantiles of a small sorted sample of the slice, around where the sample
+   puts the boundary (rank-based, so skewed weights, like a language
+   model's long tail, narrow as fast as even ones); then sorts and walks
+   what is left. ids is scratch of c. Returns t; *kept = W(>= t). */
+MS__PRIVATE float ms__narrow_walk(ms__ws *w, const ms__kernels *K, float *vals, int32_t *ids, int32_t c,
+                                  float lo, float hi, double above, double wc, int count_mode,
+                                  double target, double *kept) {
+  int32_t level;
+  for (level = 0; c > 32 && level < 8; level++) {
+    float th[8], sv[32];
+    double a8[8], cum = above, scale;
+    int32_t k, j, S = 32;
+    double step = (double)c / S;
+    for (k = 0; k < S; k++) sv[k] = vals[(int32_t)(k * step)];
+    for (k = 1; k < S; k++) { float v0 = sv[k]; j = k - 1; while (j >= 0 && sv[j] < v0) { sv[j + 1] = sv[j]; j--; } sv[j + 1] = v0; }
+    scale = step;
+    if (target - above <= 0.5 * wc) {
+      for (j = 0; j < S - 1; j++) { cum += (count_mode ? 1.0 : (double)sv[j]) * scale; if (cum >= target) break; }
+    } else {
+      /* the lighter side: the slice's weight below the boundary */
+      double rest = wc - (target - above);
+      cum = 0.0;
+      for (j = S - 1; j > 0; j--) { cum += (count_mode ? 1.0 : (double)sv[j]) * scale; if (cum >= rest) break; }
+    }
+    for (k = 0; k < 8; k++) {
+      int32_t q = j - 4 + k;
+      th[k] = sv[q < 0 ? 0 : (q >= S ? S - 1 : q)];
+    }
+    K->mass_above8(vals, c, th, count_mode, a8);
+    ms__narrow(th, a8, target, &lo, &hi, &above);
+    {
+      double ignore;
+      int32_t c2 = K->bracket(vals, c, lo, hi, count_mode, 1, &ignore, &wc, w->ti == ids ? w->xi : w->ti, vals, c);
+      if (c2 == c) break; /* no progress (ties): sort what is left */
+      c = c2;
+    }
+  }
+  ms__sort_desc(w, vals, ids, c);
+  return ms__walk_sorted(vals, c, count_mode, above, target, kept);
+}
+
 MS__PRIVATE float ms__select(ms__ws *w, const ms__kernels *K, const float *v, int32_t n,
                              int count_mode, float lo_floor, double target, double total, double *kept) {
   float lo = lo_floor, hi = INFINITY;
   int attempt, dense = 1;
   if (n > 4 * MS__SAMPLE) {
-    int32_t s = 0, i, j = 0, d;
-    double step = (double)n / MS__SAMPLE, cum = 0.0;
+    int32_t s = 0, i;
+    double step = (double)n / MS__SAMPLE;
     for (i = 0; i < MS__SAMPLE; i++) {
       float x = v[(int32_t)(i * step)];
       if (x >= lo_floor && x > 0.0f) { w->sv[s] = x; w->si[s] = i; s++; }
     }
-    if (s > 0) {
-      double ssum = 0.0, want;
-      ms__sort_desc(w, w->sv, w->si, s);
-      for (i = 0; i < s; i++) ssum += count_mode ? 1.0 : (double)w->sv[i];
-      want = total > 0.0 ? target / total * ssum : target / step;
-      if (want <= 0.5 * ssum) {
-        for (j = 0; j < s - 1; j++) { cum += count_mode ? 1.0 : (double)w->sv[j]; if (cum >= want) break; }
-      } else {
-        for (j = s - 1; j > 0; j--) { cum += count_mode ? 1.0 : (double)w->sv[j]; if (cum >= ssum - want) break; }
-      }
-      /* bracket: +-4 sigma of the rank estimate; the gather is branch-free
-         and the narrowing runs in cache, so a wide bracket is cheap */
-      d = 16 + (int32_t)(4.0 * sqrt((double)j + 1.0));
-      hi = j - d >= 0 ? w->sv[j - d] : INFINITY;
-      lo = j + d < s ? w->sv[j + d] : lo_floor;
-      /* a few % of the row or less: gather with a branch per vector */
-      dense = 2 * d > MS__SAMPLE / 16;
-      if (lo < lo_floor) lo = lo_floor;
-    }
+    if (s > 0) ms__sample_bracket(w, w->sv, w->si, s, count_mode, total > 0.0 ? target / total : target / step / s,
+                                  lo_floor, &lo, &hi, &dense);
   }
   for (attempt = 0; attempt < 4; attempt++) {
     double above = 0.0, wc = 0.0;
     int32_t cap = attempt < 3 ? (n / 3 > 4096 ? n / 3 : (n < 4096 ? n : 4096)) : n;
-    int32_t c, level;
+    int32_t c;
     if (attempt == 3) { lo = lo_floor; hi = INFINITY; }
     c = K->bracket(v, n, lo, hi, count_mode, attempt == 0 ? dense : 1, &above, &wc, w->ci, w->cv, cap);
     if (c < 0) { attempt = 2; continue; } /* the sample misled us: gather everything */
     if (above >= target && hi != INFINITY) { lo = hi; hi = INFINITY; continue; }
     if (above + wc < target && lo > lo_floor) { hi = lo; lo = lo_floor; continue; }
     if (c == 0) { *kept = above; return hi; } /* degenerate: nothing inside (target rounding) */
-    /* narrow the gathered slice in place until it is short: 8 thresholds
-       at quantiles of a small sorted sample of the slice, around where
-       the sample puts the boundary (rank-based, so skewed weights, like a
-       language model's long tail, narrow as fast as even ones) */
-    for (level = 0; c > 32 && level < 8; level++) {
-      float th[8], sv[32];
-      double a8[8], cum = above, scale;
-      int32_t k, j, S = 32;
-      double step = (double)c / S;
-      for (k = 0; k < S; k++) sv[k] = w->cv[(int32_t)(k * step)];
-      for (k = 1; k < S; k++) { float v0 = sv[k]; j = k - 1; while (j >= 0 && sv[j] < v0) { sv[j + 1] = sv[j]; j--; } sv[j + 1] = v0; }
-      scale = step;
-      if (target - above <= 0.5 * wc) {
-        for (j = 0; j < S - 1; j++) { cum += (count_mode ? 1.0 : (double)sv[j]) * scale; if (cum >= target) break; }
-      } else {
-        /* the lighter side: the slice's weight below the boundary */
-        double rest = wc - (target - above);
-        cum = 0.0;
-        for (j = S - 1; j > 0; j--) { cum += (count_mode ? 1.0 : (double)sv[j]) * scale; if (cum >= rest) break; }
-      }
-      for (k = 0; k < 8; k++) {
-        int32_t q = j - 4 + k;
-        th[k] = sv[q < 0 ? 0 : (q >= S ? S - 1 : q)];
-      }
-      K->mass_above8(w->cv, c, th, count_mode, a8);
-      ms__narrow(th, a8, target, &lo, &hi, &above);
-      {
-        double ignore;
-        int32_t c2 = K->bracket(w->cv, c, lo, hi, count_mode, 1, &ignore, &wc, w->ti, w->cv, c);
-        if (c2 == c) break; /* no progress (ties): sort what is left */
-        c = c2;
-      }
-    }
-    ms__sort_desc(w, w->cv, w->ci, c);
-    return ms__walk_sorted(w->cv, c, count_mode, above, target, kept);
+    return ms__narrow_walk(w, K, w->cv, w->ci, c, lo, hi, above, wc, count_mode, target, kept);
   }
   *kept = total;
   return lo_floor;
