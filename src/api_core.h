@@ -76,7 +76,7 @@ MSDEF const char *ms_version(void);
 typedef enum ms_profile {
   MS_PROFILE_VLLM = 0,     /* default: vLLM v1 / OpenAI API semantics        */
   MS_PROFILE_HF = 1,       /* HF transformers generate() processors/warpers  */
-  MS_PROFILE_SGLANG = 2,   /* reserved: returns MS_ERR_UNSUPPORTED for now   */
+  MS_PROFILE_SGLANG = 2,   /* SGLang: output-only penalties, joint top-k/top-p/min-p */
   MS_PROFILE_LLAMACPP = 3, /* reserved: returns MS_ERR_UNSUPPORTED for now   */
   MS__PROFILE_COUNT_
 } ms_profile;

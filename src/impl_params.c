@@ -15,6 +15,9 @@ typedef struct ms__rules {
   float bias_clamp;       /* |bias| clamp, INFINITY = none */
   int freq_presence;      /* the profile has frequency/presence penalties */
   int rep_by_reciprocal;  /* repetition multiplies by 1/r (vLLM) instead of dividing (HF) */
+  int rep_output_only;    /* repetition counts output tokens only (SGLang), not the prompt */
+  int joint;              /* filters cut the same un-renormalised distribution (SGLang) */
+  int topk_exact;         /* top-k keeps exactly k (ties by lower id) instead of every tie */
   int pointwise[MS__P_COUNT_];
   int filters[MS__F_COUNT_];
 } ms__rules;
@@ -29,7 +32,7 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      greedy test T < 1e-5, so only T = 0 is greedy; logit_bias clamped to
      [-100, 100]; temperature in [0, 2]; penalties.py multiplies positive
      logits by 1/r computed in float32). */
-  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1, 1,
+  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1, 1, 0, 0, 0,
     { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES },
     { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P } },
   /* HF transformers generate() (generation/utils.py _get_logits_processor):
@@ -39,13 +42,20 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      transformers 5.23 by tools/golden). Greedy means do_sample=False,
      which we map to temperature 0; no bias clamp; no presence/frequency
      penalties; repetition divides (s < 0 ? s * r : s / r). */
-  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0, 0,
+  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0, 0, 0, 0, 0,
     { MS__P_BIAS, MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
-  { "sglang", 0, 1e-6f, 0.0f, INFINITY, INFINITY, 1, 0,
-    { MS__P_PENALTIES, MS__P_MASK, MS__P_BIAS, MS__P_MIN_TOKENS },
+  /* SGLang (srt/sampling/sampling_batch_info.py apply_logits_bias,
+     layers/sampler.py, penaltylib): penalties over the output only (the
+     repetition penalty too, divide/multiply like HF), then the grammar
+     mask, then logit_bias (no clamp); greedy below 1e-6; then top-k
+     (exactly k), top-p (a token stays iff the mass strictly above it is
+     <= p) and min-p all cut the same un-renormalised softmax, as its
+     PyTorch sampler does (top_k_top_p_min_p_sampling_from_probs_torch). */
+  { "sglang", 1, 1e-6f, 0.0f, INFINITY, INFINITY, 1, 0, 1, 1, 1,
+    { MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK, MS__P_BIAS },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
-  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1, 0,
+  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1, 0, 0, 0, 1,
     { MS__P_BIAS, MS__P_PENALTIES, MS__P_MASK, MS__P_MIN_TOKENS },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
 };
@@ -131,6 +141,41 @@ MSDEF ms_result ms_params_validate(const ms_params *p, int32_t vocab, char *msg,
       ms__msg(msg, size, "presence_penalty and frequency_penalty are not part of the hf profile (transformers has no such processors); use the vllm profile.");
       return MS_ERR_UNSUPPORTED;
     }
+  } else if (p->profile == MS_PROFILE_SGLANG) {
+    /* SGLang's wording (srt/sampling/sampling_params.py verify) */
+    if (!ms__finite(p->temperature) || p->temperature < 0.0f) {
+      ms__fmt_float(f, sizeof f, p->temperature);
+      ms__msg(msg, size, "temperature must be a non-negative finite number, got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->top_p > 0.0f && p->top_p <= 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->top_p);
+      ms__msg(msg, size, "top_p must be in (0, 1], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->min_p);
+      ms__msg(msg, size, "min_p must be in [0, 1], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    /* SGLang itself rejects top_k = 0; in ms_params 0 means "off" for every
+       profile (the zero default), so only values below -1 are refused */
+    if (p->top_k < -1) { ms__msg(msg, size, "top_k must be -1 (disable) or at least 1, got %d.", (int)p->top_k); return MS_ERR_INVALID_PARAM; }
+    if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f)) {
+      ms__fmt_float(f, sizeof f, p->frequency_penalty);
+      ms__msg(msg, size, "frequency_penalty must be in [-2, 2], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f)) {
+      ms__fmt_float(f, sizeof f, p->presence_penalty);
+      ms__msg(msg, size, "presence_penalty must be in [-2, 2], got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->repetition_penalty > 0.0f && p->repetition_penalty <= 2.0f)) {
+      ms__fmt_float(f, sizeof f, p->repetition_penalty);
+      ms__msg(msg, size, "repetition_penalty must be in (0, 2] (1.0 = no penalty), got %s.", f);
+      return MS_ERR_INVALID_PARAM;
+    }
   } else {
     /* vLLM's wording (vllm/sampling_params.py _verify_args) */
     if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f)) {
@@ -211,6 +256,10 @@ MSDEF ms_result ms_params_validate(const ms_params *p, int32_t vocab, char *msg,
     return p->n_logit_bias < 0 ? MS_ERR_INVALID_PARAM : MS_ERR_NULL_ARGUMENT;
   }
   for (i = 0; i < p->n_logit_bias; i++) {
+    if ((p->logit_bias[i].token < 0 || p->logit_bias[i].token >= vocab) && p->profile == MS_PROFILE_SGLANG) {
+      ms__msg(msg, size, "logit_bias must has keys in [0, %d], got %d.", (int)vocab - 1, (int)p->logit_bias[i].token);
+      return MS_ERR_TOKEN_OUT_OF_RANGE;
+    }
     if (p->logit_bias[i].token < 0 || p->logit_bias[i].token >= vocab) {
       ms__msg(msg, size, "token_id(s) [%d] in logit_bias contain out-of-vocab token ids. Vocabulary size: %d",
               (int)p->logit_bias[i].token, (int)vocab);

@@ -79,7 +79,7 @@ MS__PRIVATE float ms__penalise(const ms__row *R, int32_t tok, float l, int *hit)
   if (seq->slot_token[h] != tok) return l;
   k = seq->slot_index[h];
   cnt = seq->d_count[k];
-  rep = rp != 1.0f && (cnt > 0 || seq->d_prompt[k]);
+  rep = rp != 1.0f && (cnt > 0 || (seq->d_prompt[k] && !R->r->rep_output_only));
   if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) return l;
   *hit = 1;
   if (rep) l = l > 0.0f ? (R->r->rep_by_reciprocal ? l * (1.0f / rp) : l / rp) : l * rp;
@@ -99,7 +99,7 @@ MS__PRIVATE void ms__defer_penalties(ms__row *R) {
     int32_t tok = seq->d_token[i], cnt = seq->d_count[i];
     uint32_t bit;
     if (tok >= R->V || MS__TOUCHED(w, tok)) continue;
-    if (!(rp != 1.0f && (cnt > 0 || seq->d_prompt[i])) && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
+    if (!(rp != 1.0f && (cnt > 0 || (seq->d_prompt[i] && !R->r->rep_output_only))) && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
     bit = 1u << (tok & 31);
     if (R->enable[tok >> 5] & bit) { ((uint32_t *)R->enable)[tok >> 5] &= ~bit; w->pend[R->n_pending++] = tok; }
   }
@@ -185,7 +185,7 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
           float rinv = 1.0f / rp;
           for (i = 0; i < seq->n_distinct; i++) {
             int32_t tok = seq->d_token[i], cnt = seq->d_count[i];
-            int rep = rp != 1.0f && (cnt > 0 || seq->d_prompt[i]);
+            int rep = rp != 1.0f && (cnt > 0 || (seq->d_prompt[i] && !R->r->rep_output_only));
             float *l;
             if (tok >= R->V) continue; /* a sequence from a larger vocab: ignore */
             if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
@@ -357,6 +357,7 @@ typedef struct ms__kept {
   float t;           /* full row: weight threshold */
   double mass;       /* sum of kept weights */
   float m, s;        /* max logit and 1/T: weight = exp((l - m) * s) */
+  double z_full;     /* joint profiles: the weight of the whole row (0 = not needed) */
   int materialized;  /* full row: ws->e holds the weights */
   int blocks_ready;  /* full row: ws->blocks holds the kept block sums */
 } ms__kept;
@@ -374,15 +375,25 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
         if (p->min_p > 0.0f) { j = 1; while (j < n && ce[j] >= p->min_p) j++; n = j; }
         break;
       case MS__F_TOP_K:
-        if (p->top_k > 0 && p->top_k < n) { /* keep ties with the k-th value */
+        if (p->top_k > 0 && p->top_k < n) {
           j = p->top_k;
-          while (j < n && cv[j] == cv[p->top_k - 1]) j++;
+          /* vLLM, HF: every token tied with the k-th value stays; SGLang
+             keeps exactly k (the list is ordered by value, then id) */
+          if (!R->r->topk_exact) while (j < n && cv[j] == cv[p->top_k - 1]) j++;
           n = j;
         }
         break;
       case MS__F_TOP_P:
         if (p->top_p < 1.0f) {
           double z = 0.0, above = 0.0, lim;
+          if (R->r->joint) {
+            /* SGLang: on the un-renormalised distribution, per position of
+               the sorted list, a token stays iff the mass above it <= p */
+            lim = (double)p->top_p * k->z_full;
+            for (j = 0; j < n && (j == 0 || above <= lim); j++) above += (double)ce[j];
+            n = j;
+            break;
+          }
           for (j = 0; j < n; j++) z += (double)ce[j];
           lim = (double)p->top_p * z;
           j = 0;
@@ -430,6 +441,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     if (c == 0) return MS_ERR_ALL_MASKED;
     k->m = w->cv[0];
     R->m = k->m; R->argmax = w->ci[0];
+    /* joint top-p needs the weight of the whole row: one exp pass */
+    if (R->r->joint && p->top_p < 1.0f) k->z_full = ms__row_exp_sum(R, k->m, k->s, NULL, NULL);
     ms__filter_list(R, k, w->cv, w->e, c);
     k->n_cand = c;
     return MS_OK;
@@ -494,11 +507,13 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
           break;
         case MS__F_TOP_P:
           if (p->top_p < 1.0f) {
-            double mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
+            /* joint (SGLang): p of the whole row, whatever was cut before */
+            double mass = R->r->joint ? z : kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
             double km;
             float tp = ms__select(w, R->K, w->e, V, 0, t, (double)p->top_p * mass, mass, &km);
-            if (tp > t) { t = tp; kept = km; } else kept = mass;
-            kept_known = 1;
+            if (tp > t) { t = tp; kept = km; kept_known = 1; }
+            else if (R->r->joint) kept_known = 0; /* top-p did not bind: kept is what was there */
+            else { kept = mass; kept_known = 1; }
           }
           break;
         default: break;

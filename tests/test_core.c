@@ -81,6 +81,7 @@ static void make_case(tcase *c, int V, int profile, int kind) {
   c->p = ms_params_default();
   c->p.profile = (ms_profile)profile;
   c->p.temperature = (float[]){0.0f, 0.005f, 0.5f, 0.7f, 1.0f, 1.5f}[rnd() % 6];
+  if (profile == MS_PROFILE_SGLANG && c->p.temperature == 0.005f) c->p.temperature = 1e-7f;
   if (profile == MS_PROFILE_HF && c->p.temperature == 0.005f) c->p.temperature = 0.05f;
   switch (kind % 6) {
     case 0: break;                                         /* temperature only */
@@ -96,7 +97,7 @@ static void make_case(tcase *c, int V, int profile, int kind) {
     for (i = 0; i < c->n_prompt; i++) c->prompt[i] = (int)(rnd() % (unsigned)V);
     for (i = 0; i < c->n_output; i++) c->output[i] = (int)(rnd() % (unsigned)(V < 50 ? V : 50));
     c->p.repetition_penalty = (float[]){1.0f, 1.3f, 0.8f}[rnd() % 3];
-    if (profile == MS_PROFILE_VLLM) {
+    if (profile != MS_PROFILE_HF) {
       c->p.frequency_penalty = (float[]){0.0f, 0.5f, -0.5f, 2.0f}[rnd() % 4];
       c->p.presence_penalty = (float[]){0.0f, 0.5f, -0.5f}[rnd() % 3];
     }
@@ -217,6 +218,7 @@ static void run_against_naive(int profile) {
 
 TEST(test_vllm_profile_matches_reference) { run_against_naive(MS_PROFILE_VLLM); }
 TEST(test_hf_profile_matches_reference) { run_against_naive(MS_PROFILE_HF); }
+TEST(test_sglang_profile_matches_reference) { run_against_naive(MS_PROFILE_SGLANG); }
 
 int main(void) {
   RUN(test_philox_known_answers);
@@ -224,5 +226,6 @@ int main(void) {
   RUN(test_result_strings_and_version);
   RUN(test_vllm_profile_matches_reference);
   RUN(test_hf_profile_matches_reference);
+  RUN(test_sglang_profile_matches_reference);
   return t_done();
 }

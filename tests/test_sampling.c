@@ -117,6 +117,11 @@ TEST(test_validation_messages) {
     {1, "top_p", 1.5f, "`top_p` has to be a float > 0 and < 1, but is 1.5"},
     {1, "min_p", -0.1f, "`min_p` has to be a float in the [0, 1] interval, but is -0.1"},
     {1, "repetition_penalty", -2.0f, "`penalty` has to be a strictly positive float, but is -2.0"},
+    {2, "temperature", -1.0f, "temperature must be a non-negative finite number, got -1.0."},
+    {2, "top_p", 0.0f, "top_p must be in (0, 1], got 0.0."},
+    {2, "min_p", 2.0f, "min_p must be in [0, 1], got 2.0."},
+    {2, "frequency_penalty", 2.5f, "frequency_penalty must be in [-2, 2], got 2.5."},
+    {2, "repetition_penalty", 2.5f, "repetition_penalty must be in (0, 2] (1.0 = no penalty), got 2.5."},
   };
   size_t i;
   char msg[300];
@@ -145,8 +150,14 @@ TEST(test_validation_messages) {
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "min_tokens must be greater than or equal to 0, got -1."));
     p = ms_params_default(); p.profile = MS_PROFILE_HF; p.presence_penalty = 0.5f;
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
-    p = ms_params_default(); p.profile = MS_PROFILE_SGLANG;
+    p = ms_params_default(); p.profile = MS_PROFILE_LLAMACPP;
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
+    p = ms_params_default(); p.profile = MS_PROFILE_SGLANG; p.top_k = -1;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK);
+    p.top_k = -3;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "top_k must be -1 (disable) or at least 1, got -3."));
+    p = ms_params_default(); p.profile = MS_PROFILE_SGLANG; p.logit_bias = b; p.n_logit_bias = 1;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_TOKEN_OUT_OF_RANGE && !strcmp(msg, "logit_bias must has keys in [0, 999], got 5000."));
     p = ms_params_default();
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK && msg[0] == '\0');
     CHECK(ms_params_validate(&p, 1000, NULL, 0) == MS_OK);
@@ -254,6 +265,7 @@ TEST(test_chi_square_draws) {
   p = ms_params_default(); p.min_p = 0.05f; chi2_config(s, x, V, &p, "min_p 0.05");
   p = ms_params_default(); p.top_k = 50; p.top_p = 0.95f; p.min_p = 0.05f; p.temperature = 0.7f; chi2_config(s, x, V, &p, "combo");
   p = ms_params_default(); p.profile = MS_PROFILE_HF; p.top_k = 50; p.top_p = 0.9f; p.min_p = 0.1f; chi2_config(s, x, V, &p, "hf combo");
+  p = ms_params_default(); p.profile = MS_PROFILE_SGLANG; p.top_k = 50; p.top_p = 0.9f; p.min_p = 0.05f; chi2_config(s, x, V, &p, "sglang joint");
   { ms_bias b[2] = {{3, 5.0f}, {4, -3.0f}}; p = ms_params_default(); p.logit_bias = b; p.n_logit_bias = 2; p.top_p = 0.8f; chi2_config(s, x, V, &p, "bias + top_p"); }
   free(x); ms_sampler_destroy(s);
   /* the full-row paths of a large vocabulary */

@@ -30,7 +30,7 @@ static void usage(const char *cmd, FILE *f) {
     "  logprobs  {\"row\": r, \"token\": t, \"logprob\": x, \"rank\": k, \"top\": [[id, logprob], ...]}\n"
     "\n"
     "sampling flags (defaults: the OpenAI/vLLM defaults):\n"
-    "  --profile vllm|hf            semantics to follow (default vllm)\n"
+    "  --profile vllm|hf|sglang     semantics to follow (default vllm)\n"
     "  --temperature T              0 = greedy (default 1)\n"
     "  --top-k K                    0 or -1 = off\n"
     "  --top-p P                    (0, 1], 1 = off\n"

@@ -35,14 +35,16 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
   naive_pair *s = (naive_pair *)malloc(sizeof(naive_pair) * (size_t)V);
   int *count = (int *)calloc((size_t)V, sizeof(int));
   char *inprompt = (char *)calloc((size_t)V, 1);
-  int i, j, hf = p->profile == MS_PROFILE_HF, stage, rc = 0;
+  int i, j, hf = p->profile == MS_PROFILE_HF, sg = p->profile == MS_PROFILE_SGLANG, stage, rc = 0;
+  /* pointwise stages: 0 mask, 1 min_tokens, 2 bias, 3 penalties */
+  static const int order_vllm[4] = {0, 1, 2, 3}, order_hf[4] = {2, 3, 1, 0}, order_sg[4] = {3, 1, 0, 2};
+  const int *order = hf ? order_hf : sg ? order_sg : order_vllm;
   double T;
   for (i = 0; i < V; i++) l[i] = x[i];
   for (i = 0; i < n_prompt; i++) inprompt[prompt[i]] = 1;
   for (i = 0; i < n_output; i++) count[output[i]]++;
   for (stage = 0; stage < 4; stage++) {
-    /* vLLM: mask, min_tokens, bias, penalties; HF: bias, penalties, min_tokens, mask */
-    int what = hf ? (stage == 0 ? 2 : stage == 1 ? 3 : stage == 2 ? 1 : 0) : stage;
+    int what = order[stage];
     if (what == 0) {
       if (p->allowed_ids) {
         char *ok = (char *)calloc((size_t)V, 1);
@@ -60,13 +62,13 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
     } else if (what == 2) {
       for (i = 0; i < p->n_logit_bias; i++) {
         double b = p->logit_bias[i].bias;
-        if (!hf) { if (b > 100) b = 100; if (b < -100) b = -100; }
+        if (!hf && !sg) { if (b > 100) b = 100; if (b < -100) b = -100; }
         l[p->logit_bias[i].token] = (float)(l[p->logit_bias[i].token] + b);
       }
     } else {
       for (i = 0; i < V; i++) {
-        if (p->repetition_penalty != 1.0f && (inprompt[i] || count[i] > 0))
-          l[i] = l[i] > 0 ? (hf ? (float)(l[i] / p->repetition_penalty) : (float)(l[i] * (1.0f / p->repetition_penalty)))
+        if (p->repetition_penalty != 1.0f && ((inprompt[i] && !sg) || count[i] > 0))
+          l[i] = l[i] > 0 ? (hf || sg ? (float)(l[i] / p->repetition_penalty) : (float)(l[i] * (1.0f / p->repetition_penalty)))
                           : (float)(l[i] * p->repetition_penalty);
         if (count[i] > 0) l[i] = (float)((float)(l[i] - (double)p->frequency_penalty * count[i]) - p->presence_penalty);
       }
@@ -74,7 +76,7 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
   }
   for (i = 0; i < V; i++) if (l[i] > -INFINITY) break;
   if (i == V) { rc = -1; goto out; }
-  if (!(p->temperature > 0.0f)) {
+  if (!(p->temperature > 0.0f) || (sg && p->temperature < 1e-6f)) {
     int best = 0;
     for (i = 1; i < V; i++) if (l[i] > l[best]) best = i;
     for (i = 0; i < V; i++) probs[i] = i == best ? 1.0f : 0.0f;
@@ -83,6 +85,28 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
   T = p->temperature;
   if (!hf && T < 0.01) T = 0.01;
   for (i = 0; i < V; i++) l[i] /= T;
+  if (sg) {
+    /* SGLang (PyTorch sampler): top-k, top-p and min-p on the same
+       un-renormalised softmax, sorted by value (ties by lower id): zero
+       ranks >= k, zero where the mass before the position > top_p, zero
+       p < min_p * p_max; renormalise */
+    double cum = 0.0, pmax;
+    naive_softmax(l, V, q);
+    for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
+    qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
+    pmax = q[s[0].id];
+    for (i = 0; i < V; i++) {
+      int id = s[i].id, drop = 0;
+      if (p->top_k > 0 && p->top_k < V && i >= p->top_k) drop = 1;
+      if (p->top_p < 1.0f && cum > p->top_p) drop = 1;
+      if (p->min_p > 0 && q[id] < p->min_p * pmax) drop = 1;
+      cum += q[id];
+      if (drop) l[id] = -INFINITY;
+    }
+    naive_softmax(l, V, q);
+    for (i = 0; i < V; i++) probs[i] = (float)q[i];
+    goto out;
+  }
   for (stage = 0; stage < 3; stage++) {
     /* vLLM: min_p, top_k, top_p; HF: top_k, top_p, min_p */
     int what = hf ? (stage == 0 ? 1 : stage == 1 ? 2 : 0) : stage;
