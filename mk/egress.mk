@@ -17,5 +17,7 @@ fuzz-egress-run: $(EGRESS_FUZZ)
 	@for f in $(EGRESS_FUZZ); do \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$(basename $$f); \
 	  echo "== $$f for $(FUZZ_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) > $(BUILD)/fuzz/$$(basename $$f).log 2>&1; rc=$$?; \
+	  grep -vE '^#[0-9]+' $(BUILD)/fuzz/$$(basename $$f).log | tail -40; \
+	  [ $$rc -eq 0 ] || exit 1; \
 	done
