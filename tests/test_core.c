@@ -13,7 +13,8 @@ static uint32_t rnd(void) { rng_state = rng_state * 6364136223846793005ull + 144
 static double rndu(void) { return (rnd() + 0.5) / 2147483648.0; }
 static float rndn(void) { double u = rndu(), v = rndu(); return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); }
 
-static const char *simd_paths[] = { "scalar", "sse2", "avx2", "avx512" };
+static const char *simd_paths[] = { "scalar", "sse2", "avx2", "avx512", "neon" };
+#define N_SIMD_PATHS 5
 
 static ms_sampler *make_sampler(const char *simd, int32_t max_vocab) {
   ms_sampler_desc d; ms_sampler *s = NULL;
@@ -177,11 +178,14 @@ static void run_against_naive(int profile) {
   tcase c;
   float *got = (float *)malloc(sizeof(float) * 40000), *want = (float *)malloc(sizeof(float) * 40000);
   c.x = (float *)malloc(sizeof(float) * 40000);
-  for (path = 0; path < 4; path++) {
+  for (path = 0; path < N_SIMD_PATHS; path++) {
     ms_sampler *s = make_sampler(simd_paths[path], 40000);
     int fails = 0, skipped = 0, n = 0;
     CHECK(s != NULL);
     if (!s) continue;
+    /* paths this CPU or build lacks fall back to another: test each once */
+    if (strcmp(ms_sampler_simd(s), simd_paths[path]) != 0) { ms_sampler_destroy(s); continue; }
+    printf("  simd path %s\n", simd_paths[path]);
     for (iter = 0; iter < 600; iter++) {
       int V = vocabs[iter % 8];
       ms_seq *q;
