@@ -121,6 +121,13 @@ typedef struct ms_params {
   int32_t min_tokens;
   int32_t eos_token_id;       /* -1 = none */
   const int32_t *stop_token_ids; int32_t n_stop_token_ids;
+  /* sequence processors (need the sequence for the history) */
+  int32_t no_repeat_ngram_size;   /* HF: ban the token that would repeat an n-gram of prompt+output; 0 = off */
+  const int32_t *bad_words;       /* the bad words' token ids, concatenated (vLLM, HF) */
+  const int32_t *bad_words_lens;  /* n_bad_words lengths (>= 1): a word's last id is banned when its others end the history */
+  int32_t n_bad_words;
+  int32_t exp_decay_start;        /* HF exponential_decay_length_penalty: -1 = off */
+  float exp_decay_factor;         /* EOS logit += |l| * (factor^(output_len - start) - 1) once output_len > start */
   /* logprobs */
   int32_t logprobs;           /* -1 = off, 0 = the sampled token only, N = also the top N */
   ms_logprobs_mode logprobs_mode;

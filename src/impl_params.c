@@ -2,7 +2,7 @@
 
 /* Stages of a row's pipeline that change single logits (pointwise), and
    the filters, as the profiles order them. */
-enum { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES, MS__P_COUNT_ };
+enum { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES, MS__P_NGRAM, MS__P_BAD_WORDS, MS__P_EXP_DECAY, MS__P_COUNT_ };
 enum { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P, MS__F_COUNT_ };
 
 /* A profile is this table: the one code path in impl_pipeline.c reads it. */
@@ -18,6 +18,8 @@ typedef struct ms__rules {
   int rep_output_only;    /* repetition counts output tokens only (SGLang), not the prompt */
   int joint;              /* filters cut the same un-renormalised distribution (SGLang) */
   int topk_exact;         /* top-k keeps exactly k (ties by lower id) instead of every tie */
+  int bad_words_output;   /* bad words match the output only (vLLM), not prompt + output (HF) */
+  int has_ngram_decay;    /* the profile has no_repeat_ngram and exponential length decay (HF) */
   int pointwise[MS__P_COUNT_];
   int filters[MS__F_COUNT_];
 } ms__rules;
@@ -32,8 +34,8 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      greedy test T < 1e-5, so only T = 0 is greedy; logit_bias clamped to
      [-100, 100]; temperature in [0, 2]; penalties.py multiplies positive
      logits by 1/r computed in float32). */
-  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1, 1, 0, 0, 0,
-    { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES },
+  { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1, 1, 0, 0, 0, 1, 0,
+    { MS__P_MASK, MS__P_BAD_WORDS, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES, MS__P_NGRAM, MS__P_EXP_DECAY },
     { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P } },
   /* HF transformers generate() (generation/utils.py _get_logits_processor):
      sequence bias, repetition penalty over all input ids, min_new_tokens,
@@ -42,8 +44,8 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      transformers 5.23 by tools/golden). Greedy means do_sample=False,
      which we map to temperature 0; no bias clamp; no presence/frequency
      penalties; repetition divides (s < 0 ? s * r : s / r). */
-  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0, 0, 0, 0, 0,
-    { MS__P_BIAS, MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK },
+  { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0, 0, 0, 0, 0, 0, 1,
+    { MS__P_BIAS, MS__P_PENALTIES, MS__P_NGRAM, MS__P_BAD_WORDS, MS__P_MIN_TOKENS, MS__P_EXP_DECAY, MS__P_MASK },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
   /* SGLang (srt/sampling/sampling_batch_info.py apply_logits_bias,
      layers/sampler.py, penaltylib): penalties over the output only (the
@@ -52,11 +54,11 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      (exactly k), top-p (a token stays iff the mass strictly above it is
      <= p) and min-p all cut the same un-renormalised softmax, as its
      PyTorch sampler does (top_k_top_p_min_p_sampling_from_probs_torch). */
-  { "sglang", 1, 1e-6f, 0.0f, INFINITY, INFINITY, 1, 0, 1, 1, 1,
-    { MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK, MS__P_BIAS },
+  { "sglang", 1, 1e-6f, 0.0f, INFINITY, INFINITY, 1, 0, 1, 1, 1, 0, 0,
+    { MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK, MS__P_BIAS, MS__P_BAD_WORDS, MS__P_NGRAM, MS__P_EXP_DECAY },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
-  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1, 0, 0, 0, 1,
-    { MS__P_BIAS, MS__P_PENALTIES, MS__P_MASK, MS__P_MIN_TOKENS },
+  { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1, 0, 0, 0, 1, 0, 0,
+    { MS__P_BIAS, MS__P_PENALTIES, MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BAD_WORDS, MS__P_NGRAM, MS__P_EXP_DECAY },
     { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
 };
 
@@ -84,6 +86,7 @@ MSDEF ms_params ms_params_default(void) {
   p.logprobs = -1;
   p.logprobs_mode = MS_LOGPROBS_RAW;
   p.max_logprobs = 20;
+  p.exp_decay_start = -1;
   return p;
 }
 
@@ -223,6 +226,40 @@ MSDEF ms_result ms_params_validate(const ms_params *p, int32_t vocab, char *msg,
       ms__fmt_float(f, sizeof f, p->min_p);
       ms__msg(msg, size, "min_p must be in [0, 1], got %s.", f);
       return MS_ERR_INVALID_PARAM;
+    }
+  }
+  /* sequence processors */
+  if (p->no_repeat_ngram_size < 0) {
+    ms__msg(msg, size, "`ngram_size` has to be a strictly positive integer, but is %d", (int)p->no_repeat_ngram_size);
+    return MS_ERR_INVALID_PARAM;
+  }
+  if ((p->no_repeat_ngram_size > 0 || p->exp_decay_start >= 0) && !r->has_ngram_decay) {
+    ms__msg(msg, size, "no_repeat_ngram_size and exponential length decay are not part of the %s profile (they are HF transformers processors).", r->name);
+    return MS_ERR_UNSUPPORTED;
+  }
+  if (p->exp_decay_start < -1 || (p->exp_decay_start >= 0 && !ms__finite(p->exp_decay_factor))) {
+    ms__msg(msg, size, "exponential decay needs start >= 0 (or -1 = off) and a finite factor.");
+    return MS_ERR_INVALID_PARAM;
+  }
+  if (p->n_bad_words < 0 || (p->n_bad_words > 0 && (!p->bad_words || !p->bad_words_lens))) {
+    ms__msg(msg, size, "bad_words: NULL arrays or a negative count (%d).", (int)p->n_bad_words);
+    return p->n_bad_words < 0 ? MS_ERR_INVALID_PARAM : MS_ERR_NULL_ARGUMENT;
+  }
+  if (p->n_bad_words > 0 && p->profile == MS_PROFILE_SGLANG) {
+    ms__msg(msg, size, "bad words are not part of the sglang profile.");
+    return MS_ERR_UNSUPPORTED;
+  }
+  {
+    int32_t w, at = 0;
+    for (w = 0; w < p->n_bad_words; w++) {
+      int32_t len = p->bad_words_lens[w], j;
+      if (len < 1 || len > (1 << 20)) { ms__msg(msg, size, "bad_words: word %d has length %d.", (int)w, (int)len); return MS_ERR_INVALID_PARAM; }
+      for (j = 0; j < len; j++)
+        if (p->bad_words[at + j] < 0 || p->bad_words[at + j] >= vocab) {
+          ms__msg(msg, size, "bad_words: word %d contains out-of-vocab token id %d (vocab size %d).", (int)w, (int)p->bad_words[at + j], (int)vocab);
+          return MS_ERR_TOKEN_OUT_OF_RANGE;
+        }
+      at += len;
     }
   }
   if (p->min_tokens < 0) { ms__msg(msg, size, "min_tokens must be greater than or equal to 0, got %d.", (int)p->min_tokens); return MS_ERR_INVALID_PARAM; }

@@ -112,8 +112,11 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
   ms__ws *w = R->w;
   int32_t words = (R->V + 31) / 32, i, st;
   int min_tokens_on = p->min_tokens > 0 && (seq ? seq->n_output : 0) < p->min_tokens;
+  int hist = seq ? seq->n_prompt + seq->n_output : 0;
+  int decay_on = p->exp_decay_start >= 0 && p->eos_token_id >= 0 && seq && seq->n_output > p->exp_decay_start;
+  int seq_procs = (p->no_repeat_ngram_size > 0 && hist + 1 >= p->no_repeat_ngram_size) || p->n_bad_words > 0 || decay_on;
   int mods = p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || p->n_logit_bias > 0 ||
-             (min_tokens_on && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) || ms__penalties_active(p, seq);
+             (min_tokens_on && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) || ms__penalties_active(p, seq) || seq_procs;
   R->enable = NULL; R->sparse = 0; R->n_touched = 0; R->n_pending = 0;
   if (!mods) { R->defer = 0; R->lazy = 0; return; }
   if (p->allowed_ids) R->defer = R->lazy = 0; /* sparse rows read only the allowed ids anyway */
@@ -154,6 +157,49 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
           if (b > c) b = c;
           if (b < -c) b = -c;
           *ms__touch(R, p->logit_bias[i].token) += b;
+        }
+        break;
+      case MS__P_NGRAM:
+        /* HF NoRepeatNGram over prompt + output: every earlier n-gram whose
+           first n-1 ids equal the last n-1 ids bans its last id */
+        if (p->no_repeat_ngram_size > 0 && seq && hist + 1 >= p->no_repeat_ngram_size) {
+          int32_t n = p->no_repeat_ngram_size, j, q;
+          const int32_t *tk = seq->tokens;
+          for (j = 0; j + n <= hist; j++) {
+            for (q = 0; q < n - 1 && tk[j + q] == tk[hist - n + 1 + q]; q++) {}
+            if (q == n - 1 && tk[j + n - 1] < R->V) *ms__touch(R, tk[j + n - 1]) = -INFINITY;
+          }
+        }
+        break;
+      case MS__P_BAD_WORDS:
+        if (p->n_bad_words > 0) {
+          /* a word's last id is banned when its other ids end the history
+             (output only in vLLM, prompt + output in HF); one-id words
+             always; HF drops a one-id word equal to EOS */
+          const int32_t *tk = seq ? seq->tokens + (R->r->bad_words_output ? seq->n_prompt : 0) : NULL;
+          int32_t L = seq ? (R->r->bad_words_output ? seq->n_output : hist) : 0, wd, at = 0;
+          for (wd = 0; wd < p->n_bad_words; wd++) {
+            int32_t len = p->bad_words_lens[wd], q;
+            const int32_t *word = p->bad_words + at;
+            at += len;
+            if (len == 1) {
+              if (!R->r->bad_words_output && word[0] == p->eos_token_id) continue;
+              *ms__touch(R, word[0]) = -INFINITY;
+              continue;
+            }
+            if (L < len - 1) continue;
+            for (q = 0; q < len - 1 && tk[L - len + 1 + q] == word[q]; q++) {}
+            if (q == len - 1) *ms__touch(R, word[len - 1]) = -INFINITY;
+          }
+        }
+        break;
+      case MS__P_EXP_DECAY:
+        if (decay_on) {
+          /* HF ExponentialDecayLengthPenalty: EOS += |l| * (f^k - 1) */
+          float *l = ms__touch(R, p->eos_token_id);
+          int32_t kk = seq->n_output - p->exp_decay_start;
+          if (*l == *l && *l != INFINITY && *l != -INFINITY)
+            *l = *l + fabsf(*l) * (float)(pow((double)p->exp_decay_factor, (double)kk) - 1.0);
         }
         break;
       case MS__P_PENALTIES:
@@ -752,7 +798,9 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     int st, after = 0;
     for (st = 0; st < MS__P_COUNT_; st++) {
       int kind = R.r->pointwise[st];
-      if (after && kind != MS__P_MASK && kind != MS__P_MIN_TOKENS) R.defer = 0;
+      int masks_only = kind == MS__P_MASK || kind == MS__P_MIN_TOKENS || kind == MS__P_NGRAM || kind == MS__P_BAD_WORDS ||
+                       (kind == MS__P_EXP_DECAY && p->exp_decay_start < 0);
+      if (after && !masks_only) R.defer = 0;
       if (kind == MS__P_PENALTIES) after = 1;
     }
     R.lazy = R.defer && seq && p->repetition_penalty >= 1.0f && p->frequency_penalty >= 0.0f && p->presence_penalty >= 0.0f;

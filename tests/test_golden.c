@@ -37,6 +37,11 @@ typedef struct g_case {
   int32_t *banned; int32_t n_banned;
   float *logits; int32_t n_logits;
   float *probs; int32_t n_probs;
+  /* catalogue keys (golden_catalogue_hf.txt) */
+  float typical_p, epsilon, eta;
+  int32_t min_keep, ngram, exp_start;
+  float exp_factor;
+  int32_t *bad_ids; int32_t *bad_lens; int32_t n_bad;
 } g_case;
 
 typedef struct g_file {
@@ -125,7 +130,7 @@ static int g_floats(g_cur *c, float **arr, int32_t *n, int32_t vocab) {
 
 static void g_free_case(g_case *k) {
   free(k->stop); free(k->prompt); free(k->output); free(k->bias);
-  free(k->allowed); free(k->banned); free(k->logits); free(k->probs);
+  free(k->allowed); free(k->banned); free(k->logits); free(k->probs); free(k->bad_ids); free(k->bad_lens);
 }
 
 static void g_free_file(g_file *gf) {
@@ -174,6 +179,7 @@ static int g_parse(char *text, g_file *gf) {
         memset(k, 0, sizeof(*k));
         k->n_allowed = -1;
         k->eos = -1;
+        k->typical_p = 1.0f; k->min_keep = 1; k->exp_start = -1;
         k->repetition = 1.0f;
         k->top_p = 1.0f;
         k->temperature = 1.0f;
@@ -224,6 +230,32 @@ static int g_parse(char *text, g_file *gf) {
       }
     } else if (strcmp(key, "logits") == 0) { ok = k->vocab > 0 && g_floats(&c, &k->logits, &k->n_logits, k->vocab);
     } else if (strcmp(key, "probs") == 0) { ok = k->vocab > 0 && g_floats(&c, &k->probs, &k->n_probs, k->vocab);
+    } else if (strcmp(key, "typical_p") == 0) { ok = g_float(&c, &k->typical_p);
+    } else if (strcmp(key, "epsilon_cutoff") == 0) { ok = g_float(&c, &k->epsilon);
+    } else if (strcmp(key, "eta_cutoff") == 0) { ok = g_float(&c, &k->eta);
+    } else if (strcmp(key, "min_tokens_to_keep") == 0) { long v; ok = g_int(&c, &v); k->min_keep = (int32_t)v;
+    } else if (strcmp(key, "no_repeat_ngram_size") == 0) { long v; ok = g_int(&c, &v); k->ngram = (int32_t)v;
+    } else if (strcmp(key, "exp_decay") == 0) { long v; ok = g_int(&c, &v) && g_float(&c, &k->exp_factor); k->exp_start = (int32_t)v;
+    } else if (strcmp(key, "bad_words") == 0) {
+      /* bad_words n w1 ... wn, each word its ids joined by commas */
+      long n, w;
+      size_t cap = strlen(c.p) / 2 + 2, total = 0;
+      ok = g_int(&c, &n) && n >= 0 && n < 100000;
+      k->bad_ids = (int32_t *)malloc(sizeof(int32_t) * cap);
+      k->bad_lens = (int32_t *)malloc(sizeof(int32_t) * ((size_t)(n > 0 ? n : 0) + 1));
+      k->n_bad = 0;
+      for (w = 0; ok && w < n; w++) {
+        char *t2 = g_next(&c), *end;
+        int32_t len = 0;
+        if (!t2) { ok = 0; break; }
+        while (*t2) {
+          long v = strtol(t2, &end, 10);
+          if (end == t2 || total >= cap) { ok = 0; break; }
+          k->bad_ids[total++] = (int32_t)v; len++;
+          t2 = *end == ',' ? end + 1 : end;
+        }
+        k->bad_lens[k->n_bad++] = len;
+      }
     } else {
       ok = 0;
     }
@@ -266,6 +298,12 @@ static int g_check_case(ms_sampler *s, const g_case *k, float *probs, int verbos
   p.n_banned_ids = k->n_banned;
   p.has_seed = 1;
   p.seed = 1;
+  p.no_repeat_ngram_size = k->ngram;
+  p.bad_words = k->n_bad > 0 ? k->bad_ids : NULL;
+  p.bad_words_lens = k->n_bad > 0 ? k->bad_lens : NULL;
+  p.n_bad_words = k->n_bad;
+  p.exp_decay_start = k->exp_start;
+  p.exp_decay_factor = k->exp_factor;
 
   cap = k->n_prompt + k->n_output + 1;
   r = ms_seq_create(&q, cap);
@@ -310,6 +348,12 @@ static int g_check_case(ms_sampler *s, const g_case *k, float *probs, int verbos
   return bad == 0;
 }
 
+/* Cases that use samplers mysample does not have yet (issue 6: typical,
+   epsilon, eta, min_tokens_to_keep > 1) are counted as skipped. */
+static int g_unsupported(const g_case *k) {
+  return k->typical_p < 1.0f || k->epsilon > 0.0f || k->eta > 0.0f || k->min_keep > 1;
+}
+
 /* State handed to the per-group test function (testlib's RUN takes no
    arguments). */
 static const g_file *g_cur_file;
@@ -318,14 +362,17 @@ static float *g_cur_probs;
 static const char *g_cur_group;
 
 static void g_test_group(void) {
-  int i, failed = 0, total = 0;
+  int i, failed = 0, total = 0, skipped = 0;
   for (i = 0; i < g_cur_file->n_cases; i++) {
     const g_case *k = &g_cur_file->cases[i];
     if (strcmp(k->group, g_cur_group) != 0) continue;
+    if (g_unsupported(k)) { skipped++; continue; }
     total++;
     if (!g_check_case(g_cur_sampler, k, g_cur_probs, failed < G_MAX_PRINTED_CASES)) failed++;
   }
+  if (total == 0 && skipped > 0) SKIP("every case needs a sampler not implemented yet (typical, epsilon, eta, min_tokens_to_keep)");
   CHECK(total > 0);
+  if (skipped) printf("  %d cases of %s skipped (samplers not implemented yet)\n", skipped, g_cur_group);
   if (failed) printf("  %d of %d cases of %s differ\n", failed, total, g_cur_group);
   CHECK(failed == 0);
 }
@@ -394,5 +441,6 @@ static void g_run_file(const char *path, const char *label) {
 int main(void) {
   g_run_file("tests/data/golden_vllm.txt", "vllm");
   g_run_file("tests/data/golden_hf.txt", "hf");
+  g_run_file("tests/data/golden_catalogue_hf.txt", "catalogue_hf");
   return t_done();
 }

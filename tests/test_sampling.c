@@ -459,7 +459,44 @@ TEST(test_logprobs_any_n) {
   free(x); free(top); ms_sampler_destroy(s);
 }
 
+/* Bad words: vLLM matches the output only, HF prompt + output; one-id
+   words always; no_repeat_ngram and decay are HF-only. */
+TEST(test_bad_words_scope) {
+  int V = 20, i;
+  float x[20], probs[20];
+  ms_sampler *s = sampler(V, 1);
+  ms_params p = ms_params_default();
+  int32_t words[5] = {3, 4, 9, 7, 8}, lens[3] = {2, 1, 2}, prompt[2] = {1, 3}, out1[1] = {7};
+  ms_seq *q; char msg[200];
+  for (i = 0; i < V; i++) x[i] = 0.0f;
+  ms_seq_create(&q, 16);
+  p.bad_words = words; p.bad_words_lens = lens; p.n_bad_words = 3;
+  ms_seq_reset(q, prompt, 2, V, &p, 0);                       /* history: 1 3 | */
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK(probs[9] == 0.0f);                                    /* one-id word */
+  CHECK(probs[4] > 0.0f);                                     /* vLLM: "3 4" ends the prompt, not the output */
+  p.profile = MS_PROFILE_HF;
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK(probs[4] == 0.0f && probs[9] == 0.0f);                /* HF: prompt + output */
+  ms_seq_accept(q, out1[0]);                                  /* history: 1 3 | 7 */
+  p.profile = MS_PROFILE_VLLM;
+  CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+  CHECK(probs[8] == 0.0f && probs[4] > 0.0f);                 /* "7 8": 7 ends the output */
+  p.no_repeat_ngram_size = 2;
+  CHECK(ms_params_validate(&p, V, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
+  p.profile = MS_PROFILE_HF;
+  CHECK(ms_params_validate(&p, V, msg, sizeof msg) == MS_OK);
+  p.no_repeat_ngram_size = -1;
+  CHECK(ms_params_validate(&p, V, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "`ngram_size` has to be a strictly positive integer, but is -1"));
+  p.no_repeat_ngram_size = 0; lens[1] = 0;
+  CHECK(ms_params_validate(&p, V, msg, sizeof msg) == MS_ERR_INVALID_PARAM);
+  lens[1] = 1; words[2] = 25;
+  CHECK(ms_params_validate(&p, V, msg, sizeof msg) == MS_ERR_TOKEN_OUT_OF_RANGE);
+  ms_seq_destroy(q); ms_sampler_destroy(s);
+}
+
 int main(void) {
+  RUN(test_bad_words_scope);
   RUN(test_logprobs_any_n);
   RUN(test_bad_input_codes);
   RUN(test_workspace_and_init_errors);

@@ -12,7 +12,7 @@ typedef struct cli_opts {
   int32_t vocab, rows;
   ms_params p;
   int32_t *prompt, n_prompt, *output, n_output;
-  int32_t *allowed, *banned, *stops;
+  int32_t *allowed, *banned, *stops, *bad_ids, *bad_lens;
   ms_bias *bias;
   uint64_t seed; int has_seed;
   uint64_t position;
@@ -46,6 +46,9 @@ static void usage(const char *cmd, FILE *f) {
     "  --min-tokens N               EOS and stop ids are masked while the output is shorter\n"
     "  --stop-token-ids a,b,...     stop ids for --min-tokens\n"
     "  --eos-token-id ID            the EOS id for --min-tokens (default none)\n"
+    "  --bad-words \"1,2;3\"         token-id sequences; a word's last id is banned when the rest ends the history\n"
+    "  --no-repeat-ngram N          (hf) ban the token that would repeat an n-gram of prompt + output\n"
+    "  --exp-decay START,FACTOR     (hf) exponential length decay of the EOS logit\n"
     "  --seed S                     the draw seed (default: a fresh one, printed)\n"
     "  --position P                 output position of the first draw (default: number of output ids)\n"
     "  --draws N                    (sample) draws per row (default 1)\n"
@@ -139,6 +142,34 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
     else if (!strcmp(f, "--allowed-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->allowed, &o->p.n_allowed_ids)) return bad_flag(cmd, f, v); o->p.allowed_ids = o->allowed; }
     else if (!strcmp(f, "--banned-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->banned, &o->p.n_banned_ids)) return bad_flag(cmd, f, v); o->p.banned_ids = o->banned; }
     else if (!strcmp(f, "--stop-token-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->stops, &o->p.n_stop_token_ids)) return bad_flag(cmd, f, v); o->p.stop_token_ids = o->stops; }
+    else if (!strcmp(f, "--bad-words")) {
+      /* "1,2;3" -> ids and lengths */
+      const char *q; int32_t cap = 2, n = 0, nw = 0, len = 0;
+      NEED_VALUE();
+      for (q = v; *q; q++) if (*q == ',' || *q == ';') cap++;
+      o->bad_ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap); o->bad_lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+      if (!o->bad_ids || !o->bad_lens) return bad_flag(cmd, f, v);
+      for (q = v; ; ) {
+        char *end; long long id;
+        errno = 0; id = strtoll(q, &end, 10);
+        if (end == q || errno || id < -2147483647LL || id > 2147483647LL) return bad_flag(cmd, f, v);
+        o->bad_ids[n++] = (int32_t)id; len++;
+        if (*end == ',') { q = end + 1; continue; }
+        o->bad_lens[nw++] = len; len = 0;
+        if (*end == ';') { q = end + 1; continue; }
+        if (*end) return bad_flag(cmd, f, v);
+        break;
+      }
+      o->p.bad_words = o->bad_ids; o->p.bad_words_lens = o->bad_lens; o->p.n_bad_words = nw;
+    }
+    else if (!strcmp(f, "--no-repeat-ngram")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.no_repeat_ngram_size = (int32_t)n; }
+    else if (!strcmp(f, "--exp-decay")) {
+      char *end; long long st;
+      NEED_VALUE();
+      errno = 0; st = strtoll(v, &end, 10);
+      if (end == v || errno || *end != ',' || st < -1 || st > 2147483647LL || !parse_float(end + 1, &o->p.exp_decay_factor)) return bad_flag(cmd, f, v);
+      o->p.exp_decay_start = (int32_t)st;
+    }
     else if (!strcmp(f, "--min-tokens")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.min_tokens = (int32_t)n; }
     else if (!strcmp(f, "--eos-token-id")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.eos_token_id = (int32_t)n; }
     else if (!strcmp(f, "--seed")) { NEED_VALUE(); { char *end; errno = 0; o->seed = strtoull(v, &end, 10); if (errno || end == v || *end || *v == '-') return bad_flag(cmd, f, v); } o->has_seed = 1; }
@@ -241,5 +272,6 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   ms_seq_destroy(seq); ms_sampler_destroy(s);
   free(row); free(probs); free(top);
   free(o.prompt); free(o.output); free(o.allowed); free(o.banned); free(o.stops); free(o.bias);
+  free(o.bad_ids); free(o.bad_lens);
   return rc;
 }

@@ -59,6 +59,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (i = 0; i < p.n_banned_ids; i++) banned[i] = (int32_t)(take(&r, 2) % 305);
   p.banned_ids = banned;
   if (take(&r, 1) % 4 == 0) { for (i = 0; i < 10; i++) mask[i] = take(&r, 4); p.token_bitmask = mask; }
+  if (take(&r, 1) % 4 == 0) {
+    static int32_t bw[8], bl[4];
+    int32_t w, at = 0;
+    p.n_bad_words = (int32_t)(take(&r, 1) % 4);
+    for (w = 0; w < p.n_bad_words; w++) { bl[w] = 1 + (int32_t)(take(&r, 1) % 2); for (i = 0; i < bl[w]; i++) bw[at++] = (int32_t)(take(&r, 2) % 305); }
+    p.bad_words = bw; p.bad_words_lens = bl;
+  }
+  if (take(&r, 1) % 4 == 0) p.no_repeat_ngram_size = (int32_t)(take(&r, 1) % 5) - 1;
+  if (take(&r, 1) % 4 == 0) { p.exp_decay_start = (int32_t)(take(&r, 1) % 5) - 1; p.exp_decay_factor = take_float(&r); }
   p.min_tokens = (int32_t)(take(&r, 1) % 8);
   p.eos_token_id = (int32_t)(take(&r, 2) % 302) - 1;
   p.n_stop_token_ids = (int32_t)(take(&r, 1) % 4);
