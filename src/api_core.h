@@ -121,6 +121,10 @@ typedef struct ms_params {
   int32_t min_tokens;
   int32_t eos_token_id;       /* -1 = none */
   const int32_t *stop_token_ids; int32_t n_stop_token_ids;
+  /* HF truncation warpers */
+  float epsilon_cutoff;           /* HF: drop p < epsilon; 0 = off */
+  float eta_cutoff;               /* HF: drop p < min(eta, sqrt(eta) * exp(-entropy)); 0 = off */
+  int32_t min_tokens_to_keep;     /* HF: every warper keeps at least this many; 0 or 1 = 1 */
   /* sequence processors (need the sequence for the history) */
   int32_t no_repeat_ngram_size;   /* HF: ban the token that would repeat an n-gram of prompt+output; 0 = off */
   const int32_t *bad_words;       /* the bad words' token ids, concatenated (vLLM, HF) */

@@ -3,7 +3,7 @@
 /* Stages of a row's pipeline that change single logits (pointwise), and
    the filters, as the profiles order them. */
 enum { MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES, MS__P_NGRAM, MS__P_BAD_WORDS, MS__P_EXP_DECAY, MS__P_COUNT_ };
-enum { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P, MS__F_COUNT_ };
+enum { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P, MS__F_EPSILON, MS__F_ETA, MS__F_COUNT_ };
 
 /* A profile is this table: the one code path in impl_pipeline.c reads it. */
 typedef struct ms__rules {
@@ -36,7 +36,7 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      logits by 1/r computed in float32). */
   { "vllm", 1, 1e-5f, 0.01f, 2.0f, 100.0f, 1, 1, 0, 0, 0, 1, 0,
     { MS__P_MASK, MS__P_BAD_WORDS, MS__P_MIN_TOKENS, MS__P_BIAS, MS__P_PENALTIES, MS__P_NGRAM, MS__P_EXP_DECAY },
-    { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P } },
+    { MS__F_MIN_P, MS__F_TOP_K, MS__F_TOP_P, MS__F_EPSILON, MS__F_ETA } },
   /* HF transformers generate() (generation/utils.py _get_logits_processor):
      sequence bias, repetition penalty over all input ids, min_new_tokens,
      suppress tokens; then the warpers temperature -> top-k -> top-p ->
@@ -46,7 +46,7 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      penalties; repetition divides (s < 0 ? s * r : s / r). */
   { "hf", 1, 1e-30f, 0.0f, INFINITY, INFINITY, 0, 0, 0, 0, 0, 0, 1,
     { MS__P_BIAS, MS__P_PENALTIES, MS__P_NGRAM, MS__P_BAD_WORDS, MS__P_MIN_TOKENS, MS__P_EXP_DECAY, MS__P_MASK },
-    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
+    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P, MS__F_EPSILON, MS__F_ETA } },
   /* SGLang (srt/sampling/sampling_batch_info.py apply_logits_bias,
      layers/sampler.py, penaltylib): penalties over the output only (the
      repetition penalty too, divide/multiply like HF), then the grammar
@@ -56,10 +56,10 @@ static const ms__rules ms__profiles[MS__PROFILE_COUNT_] = {
      PyTorch sampler does (top_k_top_p_min_p_sampling_from_probs_torch). */
   { "sglang", 1, 1e-6f, 0.0f, INFINITY, INFINITY, 1, 0, 1, 1, 1, 0, 0,
     { MS__P_PENALTIES, MS__P_MIN_TOKENS, MS__P_MASK, MS__P_BIAS, MS__P_BAD_WORDS, MS__P_NGRAM, MS__P_EXP_DECAY },
-    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
+    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P, MS__F_EPSILON, MS__F_ETA } },
   { "llamacpp", 0, 0.0f, 0.0f, INFINITY, INFINITY, 1, 0, 0, 0, 1, 0, 0,
     { MS__P_BIAS, MS__P_PENALTIES, MS__P_MASK, MS__P_MIN_TOKENS, MS__P_BAD_WORDS, MS__P_NGRAM, MS__P_EXP_DECAY },
-    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P } },
+    { MS__F_TOP_K, MS__F_TOP_P, MS__F_MIN_P, MS__F_EPSILON, MS__F_ETA } },
 };
 
 MSDEF const char *ms_profile_name(ms_profile profile) {
@@ -227,6 +227,27 @@ MSDEF ms_result ms_params_validate(const ms_params *p, int32_t vocab, char *msg,
       ms__msg(msg, size, "min_p must be in [0, 1], got %s.", f);
       return MS_ERR_INVALID_PARAM;
     }
+  }
+  /* HF truncation warpers (transformers' wording) */
+  if (p->epsilon_cutoff != 0.0f || p->eta_cutoff != 0.0f || p->min_tokens_to_keep > 1) {
+    if (p->profile != MS_PROFILE_HF) {
+      ms__msg(msg, size, "epsilon_cutoff, eta_cutoff and min_tokens_to_keep are not part of the %s profile (they are HF transformers warpers).", r->name);
+      return MS_ERR_UNSUPPORTED;
+    }
+    if (!(p->epsilon_cutoff >= 0.0f && p->epsilon_cutoff < 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->epsilon_cutoff);
+      ms__msg(msg, size, "`epsilon_cutoff` has to be a float > 0 and < 1, but is %s", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+    if (!(p->eta_cutoff >= 0.0f && p->eta_cutoff < 1.0f)) {
+      ms__fmt_float(f, sizeof f, p->eta_cutoff);
+      ms__msg(msg, size, "`eta_cutoff` has to be a float > 0 and < 1, but is %s", f);
+      return MS_ERR_INVALID_PARAM;
+    }
+  }
+  if (p->min_tokens_to_keep < 0) {
+    ms__msg(msg, size, "`min_tokens_to_keep` has to be a strictly positive integer, but is %d", (int)p->min_tokens_to_keep);
+    return MS_ERR_INVALID_PARAM;
   }
   /* sequence processors */
   if (p->no_repeat_ngram_size < 0) {

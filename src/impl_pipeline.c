@@ -410,22 +410,56 @@ typedef struct ms__kept {
 
 /* Applies the profile's filters to a sorted candidate list with weights
    ce (computed here). Filters keep prefixes of the descending order. */
+/* HF min_tokens_to_keep: the prefix a warper may not cut below (the first
+   mtk positions; with ties, every value equal to the mtk-th too). */
+MS__PRIVATE int32_t ms__keep_prefix(const float *cv, int32_t n, int32_t mtk, int ties) {
+  int32_t j;
+  if (mtk <= 1) return n > 0 ? 1 : 0;
+  if (mtk >= n) return n;
+  j = mtk;
+  if (ties) while (j < n && cv[j] == cv[mtk - 1]) j++;
+  return j;
+}
+
 MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float *ce, int32_t c) {
   const ms_params *p = R->p;
-  int32_t n = c, j, f;
+  int32_t n = c, j, f, mtk = p->min_tokens_to_keep > 1 ? p->min_tokens_to_keep : 1;
   R->K->exp_sum(cv, c, NULL, k->m, k->s, ce, NULL);
   for (f = 0; f < MS__F_COUNT_; f++) {
+    int32_t n_in = n;
     switch (R->r->filters[f]) {
       case MS__F_MIN_P:
         /* prob < min_p * max_prob is dropped; the max has weight 1 */
         if (p->min_p > 0.0f) { j = 1; while (j < n && ce[j] >= p->min_p) j++; n = j; }
         break;
+      case MS__F_EPSILON:
+      case MS__F_ETA:
+        /* HF: drop p < cutoff on the current distribution; eta's cutoff is
+           min(eta, sqrt(eta) * exp(-entropy)) */
+        if ((R->r->filters[f] == MS__F_EPSILON ? p->epsilon_cutoff : p->eta_cutoff) > 0.0f) {
+          double z = 0.0, cut;
+          for (j = 0; j < n; j++) z += (double)ce[j];
+          if (R->r->filters[f] == MS__F_EPSILON) cut = (double)p->epsilon_cutoff;
+          else {
+            double sy = 0.0, h, eps = (double)p->eta_cutoff;
+            for (j = 0; j < n; j++) sy += (double)ce[j] * (double)((cv[j] - k->m) * k->s);
+            h = log(z) - sy / z;
+            cut = eps < sqrt(eps) * exp(-h) ? eps : sqrt(eps) * exp(-h);
+          }
+          j = 0;
+          while (j < n && (double)ce[j] >= cut * z) j++;
+          n = j;
+          j = ms__keep_prefix(cv, n_in, mtk, 1);
+          if (n < j) n = j;
+        }
+        break;
       case MS__F_TOP_K:
-        if (p->top_k > 0 && p->top_k < n) {
-          j = p->top_k;
+        if (p->top_k > 0 && (p->top_k > mtk ? p->top_k : mtk) < n) {
+          int32_t kk = p->top_k > mtk ? p->top_k : mtk; /* HF: k = max(k, min_tokens_to_keep) */
+          j = kk;
           /* vLLM, HF: every token tied with the k-th value stays; SGLang
              keeps exactly k (the list is ordered by value, then id) */
-          if (!R->r->topk_exact) while (j < n && cv[j] == cv[p->top_k - 1]) j++;
+          if (!R->r->topk_exact) while (j < n && cv[j] == cv[kk - 1]) j++;
           n = j;
         }
         break;
@@ -454,6 +488,10 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
         break;
       default: break;
     }
+    if (mtk > 1 && (R->r->filters[f] == MS__F_TOP_P || R->r->filters[f] == MS__F_MIN_P)) {
+      j = ms__keep_prefix(cv, n_in, mtk, 0); /* HF keeps the top mtk positions */
+      if (n < j) n = j;
+    }
   }
   k->list = 1;
   k->n = n;
@@ -465,9 +503,11 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
 MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   const ms_params *p = R->p;
   ms__ws *w = R->w;
-  int32_t V = R->V, f;
+  int32_t V = R->V, f, mtk = p->min_tokens_to_keep > 1 ? p->min_tokens_to_keep : 1;
+  int32_t kk = p->top_k > mtk ? p->top_k : mtk; /* HF: k = max(k, min_tokens_to_keep) */
   ms_result rc;
-  int k_on = p->top_k > 0 && p->top_k < V;
+  int k_on = p->top_k > 0 && kk < V;
+  int hf_extra = p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || mtk > 1;
   int minp_first = 0;
   float T = temperature;
   if (T < R->r->temp_floor) T = R->r->temp_floor;
@@ -476,11 +516,11 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   for (f = 0; f < MS__F_COUNT_; f++) {
     if (R->r->filters[f] == MS__F_MIN_P) { minp_first = (f == 0) || p->top_p >= 1.0f; break; }
   }
-  if (k_on && p->top_k <= MS__HEAP_K_MAX) {
+  if (k_on && kk <= MS__HEAP_K_MAX) {
     /* heap path: one scan keeps the k best (and ties); all else is on k */
     ms__topk t;
     int32_t c;
-    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
+    ms__topk_init(&t, kk, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
     rc = ms__scan_row(R, &t);
     if (rc != MS_OK) return rc;
     c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
@@ -496,7 +536,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   rc = ms__row_max(R);
   if (rc != MS_OK) return rc;
   k->m = R->m;
-  if (p->min_p > 0.0f && minp_first) {
+  if (p->min_p > 0.0f && minp_first && mtk <= 1) { /* min_tokens_to_keep may keep tokens below the cut */
     /* min_p path: only tokens within T*ln(1/min_p) of the max can stay;
        gather them (the cut is loosened a hair, then checked exactly) */
     float cut = R->m + logf(p->min_p) * T;
@@ -517,7 +557,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
       if (w->e[i] >= p->min_p) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; w->e[j] = w->e[i]; j++; }
     }
     c = j;
-    if (!k_on && p->top_p >= 1.0f) {
+    if (!k_on && p->top_p >= 1.0f && !hf_extra) {
       /* min_p alone: the kept set is this list; the draw wants id order,
          which the gather already has unless touched ids were appended */
       k->list = 1; k->id_order = 1; k->n = c; k->mass = 0.0;
@@ -547,7 +587,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
         case MS__F_TOP_K:
           if (k_on) {
             double cnt;
-            float tk = ms__select(w, R->K, w->e, V, 1, t, (double)p->top_k, 0.0, &cnt);
+            float tk = ms__select(w, R->K, w->e, V, 1, t, (double)kk, 0.0, &cnt);
             if (tk > t) { t = tk; kept_known = 0; }
           }
           break;
@@ -566,6 +606,42 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
       }
     }
     if (t > 1.0f) { t = 1.0f; kept_known = 0; } /* the max (weight 1) always stays */
+    if (hf_extra) {
+      /* HF: min_tokens_to_keep floors top-p and min-p; then epsilon and eta
+         cut the current distribution, floored the same way */
+      float v_mtk = 1.0f;
+      double mass;
+      int32_t i;
+      if (mtk > 1) {
+        ms__topk tm;
+        int32_t nm;
+        ms__topk_init(&tm, mtk, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
+        ms__scan_all(R->K, w->e, V, NULL, &tm);
+        nm = ms__topk_finish(&tm, w->tv, w->ti, w->ka, w->kb, w->ki);
+        v_mtk = nm >= mtk ? w->tv[mtk - 1] : (nm > 0 ? w->tv[nm - 1] : 1.0f);
+        if (t > v_mtk) { t = v_mtk; kept_known = 0; }
+      }
+      for (f = 0; f < MS__F_COUNT_; f++) {
+        int kind = R->r->filters[f];
+        float cutoff = kind == MS__F_EPSILON ? p->epsilon_cutoff : kind == MS__F_ETA ? p->eta_cutoff : 0.0f;
+        double cut;
+        float tc;
+        if (cutoff <= 0.0f) continue;
+        mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
+        if (kind == MS__F_EPSILON) cut = (double)cutoff;
+        else {
+          /* entropy of the survivors: ln Z - sum(e ln e) / Z (scalar for now) */
+          double se = 0.0, h;
+          for (i = 0; i < V; i++) if (w->e[i] >= t && w->e[i] > 0.0f) se += (double)w->e[i] * log((double)w->e[i]);
+          h = log(mass) - se / mass;
+          cut = (double)cutoff < sqrt((double)cutoff) * exp(-h) ? (double)cutoff : sqrt((double)cutoff) * exp(-h);
+        }
+        tc = (float)(cut * mass);
+        if ((double)tc < cut * mass) tc = nextafterf(tc, INFINITY); /* keep p >= cut exactly */
+        if (tc > v_mtk) tc = v_mtk;
+        if (tc > t) { t = tc; kept_known = 0; }
+      }
+    }
     k->list = 0;
     k->t = t;
     k->mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
@@ -576,7 +652,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
 
 /* Temperature-only rows skip the filters: one exp pass with block sums. */
 MS__PRIVATE int ms__no_filters(const ms_params *p, int32_t V) {
-  return !(p->top_k > 0 && p->top_k < V) && p->top_p >= 1.0f && p->min_p <= 0.0f;
+  return !(p->top_k > 0 && p->top_k < V) && p->top_p >= 1.0f && p->min_p <= 0.0f &&
+         p->epsilon_cutoff <= 0.0f && p->eta_cutoff <= 0.0f;
 }
 
 /* The draw: the first kept token in id order whose running weight exceeds

@@ -48,6 +48,9 @@ static void usage(const char *cmd, FILE *f) {
     "  --eos-token-id ID            the EOS id for --min-tokens (default none)\n"
     "  --bad-words \"1,2;3\"         token-id sequences; a word's last id is banned when the rest ends the history\n"
     "  --no-repeat-ngram N          (hf) ban the token that would repeat an n-gram of prompt + output\n"
+    "  --epsilon E                  (hf) drop tokens with probability < E\n"
+    "  --eta E                      (hf) drop p < min(E, sqrt(E) * exp(-entropy))\n"
+    "  --min-tokens-to-keep N       (hf) every warper keeps at least N tokens\n"
     "  --exp-decay START,FACTOR     (hf) exponential length decay of the EOS logit\n"
     "  --seed S                     the draw seed (default: a fresh one, printed)\n"
     "  --position P                 output position of the first draw (default: number of output ids)\n"
@@ -162,6 +165,9 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
       }
       o->p.bad_words = o->bad_ids; o->p.bad_words_lens = o->bad_lens; o->p.n_bad_words = nw;
     }
+    else if (!strcmp(f, "--epsilon")) { NEED_VALUE(); if (!parse_float(v, &o->p.epsilon_cutoff)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--eta")) { NEED_VALUE(); if (!parse_float(v, &o->p.eta_cutoff)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--min-tokens-to-keep")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.min_tokens_to_keep = (int32_t)n; }
     else if (!strcmp(f, "--no-repeat-ngram")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.no_repeat_ngram_size = (int32_t)n; }
     else if (!strcmp(f, "--exp-decay")) {
       char *end; long long st;

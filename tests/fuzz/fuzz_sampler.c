@@ -68,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (take(&r, 1) % 4 == 0) p.no_repeat_ngram_size = (int32_t)(take(&r, 1) % 5) - 1;
   if (take(&r, 1) % 4 == 0) { p.exp_decay_start = (int32_t)(take(&r, 1) % 5) - 1; p.exp_decay_factor = take_float(&r); }
+  if (take(&r, 1) % 4 == 0) { p.epsilon_cutoff = take_float(&r) * 0.01f; p.eta_cutoff = take_float(&r) * 0.01f; p.min_tokens_to_keep = (int32_t)(take(&r, 1) % 5) - 1; }
   p.min_tokens = (int32_t)(take(&r, 1) % 8);
   p.eos_token_id = (int32_t)(take(&r, 2) % 302) - 1;
   p.n_stop_token_ids = (int32_t)(take(&r, 1) % 4);
