@@ -68,38 +68,49 @@ MS__PRIVATE int ms__penalties_active(const ms_params *p, const ms_seq *seq) {
    repetition (positive logits times 1/r in vLLM, divided by r in HF; the
    others times r), then frequency, then presence); *hit says whether any
    penalty applies to tok. O(1): one hash lookup in the sequence. */
-MS__PRIVATE float ms__penalise(const ms__row *R, int32_t tok, float l, int *hit) {
+/* The penalties of one distinct token (its output count, whether it is in
+   the prompt) applied to l: vLLM apply_penalties order, repetition
+   (positive logits times the float32 1/r in vLLM, divided by r in HF and
+   SGLang; the others times r; SGLang counts the output only), then
+   frequency, then presence. ms__penalty_hits says whether anything
+   applies. */
+MS__FORCEINLINE int ms__penalty_hits(const ms__row *R, int32_t cnt, int in_prompt) {
   const ms_params *p = R->p;
+  return (p->repetition_penalty != 1.0f && (cnt > 0 || (in_prompt && !R->r->rep_output_only))) ||
+         (cnt > 0 && (p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f));
+}
+MS__FORCEINLINE float ms__penalty_apply(const ms__row *R, float l, int32_t cnt, int in_prompt) {
+  const ms_params *p = R->p;
+  float rp = p->repetition_penalty;
+  if (rp != 1.0f && (cnt > 0 || (in_prompt && !R->r->rep_output_only)))
+    l = l > 0.0f ? (R->r->rep_by_reciprocal ? l * (1.0f / rp) : l / rp) : l * rp;
+  if (cnt > 0) { l -= p->frequency_penalty * (float)cnt; l -= p->presence_penalty; }
+  return l;
+}
+
+/* ms__penalty_apply for a token looked up in the sequence: O(1). */
+MS__PRIVATE float ms__penalise(const ms__row *R, int32_t tok, float l, int *hit) {
   const ms_seq *seq = R->seq;
-  float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
   uint32_t h = ms__seq_find(seq, tok);
-  int32_t cnt, k;
-  int rep;
+  int32_t k;
   *hit = 0;
   if (seq->slot_token[h] != tok) return l;
   k = seq->slot_index[h];
-  cnt = seq->d_count[k];
-  rep = rp != 1.0f && (cnt > 0 || (seq->d_prompt[k] && !R->r->rep_output_only));
-  if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) return l;
-  *hit = 1;
-  if (rep) l = l > 0.0f ? (R->r->rep_by_reciprocal ? l * (1.0f / rp) : l / rp) : l * rp;
-  if (cnt > 0) { l -= fp * (float)cnt; l -= pp; }
-  return l;
+  *hit = ms__penalty_hits(R, seq->d_count[k], seq->d_prompt[k]);
+  return *hit ? ms__penalty_apply(R, l, seq->d_count[k], seq->d_prompt[k]) : l;
 }
 
 /* Scan-only rows: exclude every penalised id from the raw scan and note it
    in ws->pend; ms__scan_row_from decides per id after the scan. */
 MS__PRIVATE void ms__defer_penalties(ms__row *R) {
-  const ms_params *p = R->p;
   const ms_seq *seq = R->seq;
   ms__ws *w = R->w;
-  float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
   int32_t i;
   for (i = 0; i < seq->n_distinct; i++) {
-    int32_t tok = seq->d_token[i], cnt = seq->d_count[i];
+    int32_t tok = seq->d_token[i];
     uint32_t bit;
     if (tok >= R->V || MS__TOUCHED(w, tok)) continue;
-    if (!(rp != 1.0f && (cnt > 0 || (seq->d_prompt[i] && !R->r->rep_output_only))) && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
+    if (!ms__penalty_hits(R, seq->d_count[i], seq->d_prompt[i])) continue;
     bit = 1u << (tok & 31);
     if (R->enable[tok >> 5] & bit) { ((uint32_t *)R->enable)[tok >> 5] &= ~bit; w->pend[R->n_pending++] = tok; }
   }
@@ -204,43 +215,26 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
         break;
       case MS__P_PENALTIES:
         if (!ms__penalties_active(p, seq)) break;
-        if (R->lazy) {
-          /* only the ids touched so far now; the rest after the scan, and
-             only those that survive it */
+        if (R->lazy || R->defer) {
+          /* scan-only rows: the ids touched so far now; the others after
+             the scan (lazy: only its survivors; defer: excluded from it) */
           int32_t n = R->n_touched;
           for (i = 0; i < n; i++) {
             int hit;
             int32_t tok = w->touched[i];
             w->ovr[tok] = ms__penalise(R, tok, w->ovr[tok], &hit);
           }
-          break;
-        }
-        if (R->defer) {
-          int32_t n = R->n_touched;
-          for (i = 0; i < n; i++) {
-            int hit;
-            int32_t tok = w->touched[i];
-            w->ovr[tok] = ms__penalise(R, tok, w->ovr[tok], &hit);
-          }
-          ms__defer_penalties(R);
+          if (!R->lazy) ms__defer_penalties(R);
           break;
         }
         {
-          float rp = p->repetition_penalty, fp = p->frequency_penalty, pp = p->presence_penalty;
-          int recip = R->r->rep_by_reciprocal;
-          float rinv = 1.0f / rp;
           for (i = 0; i < seq->n_distinct; i++) {
-            int32_t tok = seq->d_token[i], cnt = seq->d_count[i];
-            int rep = rp != 1.0f && (cnt > 0 || (seq->d_prompt[i] && !R->r->rep_output_only));
+            int32_t tok = seq->d_token[i];
             float *l;
             if (tok >= R->V) continue; /* a sequence from a larger vocab: ignore */
-            if (!rep && !(cnt > 0 && (fp != 0.0f || pp != 0.0f))) continue;
+            if (!ms__penalty_hits(R, seq->d_count[i], seq->d_prompt[i])) continue;
             l = ms__touch(R, tok);
-            /* vLLM apply_penalties: repetition (positive logits times 1/r
-               in vLLM, divided by r in HF; the others times r), then
-               frequency, then presence */
-            if (rep) *l = *l > 0.0f ? (recip ? *l * rinv : *l / rp) : *l * rp;
-            if (cnt > 0) { *l -= fp * (float)cnt; *l -= pp; }
+            *l = ms__penalty_apply(R, *l, seq->d_count[i], seq->d_prompt[i]);
           }
         }
         break;
