@@ -21,7 +21,7 @@ done
 API_PARTS="src/api_core.h src/api_text.h"
 IMPL_PARTS_PRE="src/impl_common.c src/impl_rng.c src/simd_dispatch.c"
 SIMD_TARGETS="scalar sse2 avx2 avx512 neon"
-IMPL_PARTS_POST="src/impl_select.c src/impl_params.c src/impl_seq.c src/impl_pipeline.c src/impl_batch.c src/impl_text.c src/impl_json.c"
+IMPL_PARTS_POST="src/impl_select.c src/impl_params.c src/impl_seq.c src/impl_pipeline.c src/impl_chain.c src/impl_batch.c src/impl_text.c src/impl_json.c"
 
 version=$(sed -n 's/^#define MYSAMPLE_VERSION_STRING "\(.*\)"/\1/p' src/api_core.h)
 

@@ -77,7 +77,7 @@ typedef enum ms_profile {
   MS_PROFILE_VLLM = 0,     /* default: vLLM v1 / OpenAI API semantics        */
   MS_PROFILE_HF = 1,       /* HF transformers generate() processors/warpers  */
   MS_PROFILE_SGLANG = 2,   /* SGLang: output-only penalties, joint top-k/top-p/min-p */
-  MS_PROFILE_LLAMACPP = 3, /* reserved: returns MS_ERR_UNSUPPORTED for now   */
+  MS_PROFILE_LLAMACPP = 3, /* llama.cpp's common sampler chain (temperature last) */
   MS__PROFILE_COUNT_
 } ms_profile;
 
@@ -96,6 +96,32 @@ typedef struct ms_bias {
   int32_t token;
   float bias;
 } ms_bias;
+
+struct ms_seq;
+struct ms_params;
+
+/* Where a custom logits processor (ms_params.hook) runs in a row's
+   pipeline. The row is materialised into a writable float array of `vocab`
+   entries for the call (one extra pass over the row; nothing is copied when
+   no hook is set). */
+typedef enum ms_hook_stage {
+  MS_HOOK_OFF = 0,
+  /* on the caller's logits, before every other stage */
+  MS_HOOK_FIRST = 1,
+  /* after the logits processors (masks, bias, penalties, bad words,
+     min_tokens, no_repeat_ngram, DRY, the budget) and before temperature
+     and the truncation samplers: SGLang's custom_logit_processor position
+     and HF's user logits_processor position */
+  MS_HOOK_BEFORE_SAMPLING = 2
+} ms_hook_stage;
+
+/* A custom logits processor: may change `logits` in place (-INFINITY
+   removes a token; NaN and +inf are errors). `seq` is the row's sequence
+   (NULL when the call has none). Return MS_OK, or any other code to fail
+   the row with it. Called on the sampler's worker threads, possibly
+   concurrently for different rows: it must be safe for that. */
+typedef ms_result (*ms_logits_hook)(void *user, float *logits, int32_t vocab,
+                                    const struct ms_seq *seq, const struct ms_params *params);
 
 /* Sampling parameters of one row. Start from ms_params_default() (the
    OpenAI defaults); a zero-initialised struct is NOT valid (top_p = 0).
@@ -132,6 +158,40 @@ typedef struct ms_params {
   int32_t n_bad_words;
   int32_t exp_decay_start;        /* HF exponential_decay_length_penalty: -1 = off */
   float exp_decay_factor;         /* EOS logit += |l| * (factor^(output_len - start) - 1) once output_len > start */
+  /* the sampler catalogue (docs/SAMPLER.md says which profile has which;
+     a profile without one returns MS_ERR_UNSUPPORTED when it is set) */
+  float typical_p;                /* hf, llamacpp: locally typical sampling mass; 1 = off */
+  float top_n_sigma;              /* llamacpp: keep logits >= max - n * stddev; <= 0 = off */
+  float xtc_probability;          /* llamacpp: XTC chance per token; 0 = off */
+  float xtc_threshold;            /* llamacpp: XTC removes tokens with p >= this but the least likely (0.1; > 0.5 = off) */
+  float dynatemp_range;           /* llamacpp: entropy-scaled temperature in [T - r, T + r]; 0 = off */
+  float dynatemp_exponent;        /* llamacpp: dynamic temperature exponent (1) */
+  int32_t mirostat;               /* llamacpp: 0 = off, 1 or 2 (replaces the chain: bias, temperature, mirostat) */
+  float mirostat_tau;             /* target surprise (5) */
+  float mirostat_eta;             /* learning rate (0.1) */
+  float dry_multiplier;           /* llamacpp: DRY repetition penalty; 0 = off */
+  float dry_base;                 /* (1.75) */
+  int32_t dry_allowed_length;     /* repeats longer than this are penalised (2) */
+  int32_t dry_last_n;             /* tokens of prompt + output DRY looks at; -1 = all (default), 0 = off */
+  const int32_t *dry_breakers;    /* sequence breakers as token-id sequences, concatenated */
+  const int32_t *dry_breakers_lens; /* n_dry_breakers lengths (>= 1) */
+  int32_t n_dry_breakers;
+  int32_t penalty_last_n;         /* llamacpp: penalties count the last N tokens of prompt + output; -1 = all (default), 0 = off */
+  const char *samplers;           /* llamacpp: chain order in llama.cpp's --samplers letters, NULL = "edskypmxt"
+                                     (e penalties, d DRY, s top-n-sigma, k top-k, y typical, p top-p, m min-p,
+                                     x XTC, t temperature); a stage missing from the string does not run */
+  /* a custom logits processor (any profile) */
+  ms_logits_hook hook;
+  void *hook_user;
+  ms_hook_stage hook_stage;
+  /* a reasoning budget (any profile): once budget_tokens tokens have
+     followed the start sequence without the end sequence, the end sequence
+     is forced token by token. Read by ms_seq_reset, which copies the
+     sequences into the ms_seq (at most MS_BUDGET_MAX_IDS ids each); the
+     state advances in ms_seq_accept */
+  const int32_t *budget_start; int32_t n_budget_start;
+  const int32_t *budget_end;   int32_t n_budget_end;
+  int32_t budget_tokens;          /* -1 = off */
   /* logprobs */
   int32_t logprobs;           /* -1 = off, 0 = the sampled token only, N = also the top N */
   ms_logprobs_mode logprobs_mode;
@@ -140,8 +200,16 @@ typedef struct ms_params {
 
 /* OpenAI/vLLM defaults: temperature 1, top_k 0, top_p 1, min_p 0, no
    penalties (repetition 1), no seed, no masks, logprobs off (-1), raw mode,
-   max_logprobs 20, eos_token_id -1, profile vLLM. Thread safety: pure. */
+   max_logprobs 20, eos_token_id -1, profile vLLM; every catalogue sampler
+   off, with llama.cpp's defaults for its secondary knobs (xtc_threshold
+   0.1, dynatemp_exponent 1, mirostat tau 5 / eta 0.1, DRY base 1.75 and
+   allowed length 2, windows -1 = all, budget -1 = off). Thread safety: pure. */
 MSDEF ms_params ms_params_default(void);
+/* The defaults of an engine's own front end for `profile`: vLLM, SGLang and
+   HF as ms_params_default (HF: top_k 50, as GenerationConfig); llamacpp as
+   llama.cpp's common_params_sampling: temperature 0.8, top_k 40, top_p
+   0.95, min_p 0.05, penalty_last_n 64. Thread safety: pure. */
+MSDEF ms_params ms_params_profile_default(ms_profile profile);
 
 /* Validates params for a vocabulary of `vocab` tokens, the check a server
    runs once when a request arrives. On error writes a human message naming
@@ -158,7 +226,8 @@ MSDEF ms_result ms_params_validate(const ms_params *params, int32_t vocab,
    is a pure function of (seed, output position, purpose): results do not
    depend on batch composition, row order, thread count or device. */
 enum {
-  MS_PURPOSE_DRAW = 0,   /* the categorical draw of a token */
+  MS_PURPOSE_DRAW = 0,   /* the categorical draw of a token (mirostat's too) */
+  MS_PURPOSE_XTC = 1,    /* XTC's coin: is the cut applied for this token */
   MS_PURPOSE_USER = 16   /* first purpose free for callers' own streams */
 };
 /* Philox4x32-10 of counter {c0,c1,c2,c3} under key {k0,k1}; writes 4 words.
@@ -213,6 +282,23 @@ MSDEF ms_result ms_seq_accept(ms_seq *seq, int32_t token);
    a sequence (n > 1, beam-like uses) keeps its counters. Returns MS_OK,
    MS_ERR_NULL_ARGUMENT or MS_ERR_CAPACITY. */
 MSDEF ms_result ms_seq_copy(ms_seq *dst, const ms_seq *src);
+/* ms_seq_accept(seq, out->token), then keeps the per-sequence sampler
+   state the call left in out (mirostat's mu). Use it instead of
+   ms_seq_accept when the params use mirostat. Same results. Thread
+   safety: one thread per sequence. */
+struct ms_output;
+MSDEF ms_result ms_seq_accept_output(ms_seq *seq, const struct ms_output *out);
+/* Mirostat's mu of the sequence (NaN until set: the first call then uses
+   2 * tau, as llama.cpp's init and reset do) and its setter. */
+MSDEF float ms_seq_mirostat_mu(const ms_seq *seq);
+MSDEF void ms_seq_set_mirostat_mu(ms_seq *seq, float mu);
+/* The reasoning budget's state: MS_BUDGET_IDLE (no span open or no budget),
+   MS_BUDGET_COUNTING (inside the span: *remaining tokens left),
+   MS_BUDGET_FORCING (the next tokens are forced: the end sequence),
+   MS_BUDGET_DONE. remaining may be NULL. */
+typedef enum ms_budget_state { MS_BUDGET_IDLE = 0, MS_BUDGET_COUNTING = 1, MS_BUDGET_FORCING = 2, MS_BUDGET_DONE = 3 } ms_budget_state;
+#define MS_BUDGET_MAX_IDS 32
+MSDEF ms_budget_state ms_seq_budget_state(const ms_seq *seq, int32_t *remaining);
 /* Accessors of a sequence. All are O(1), take a sequence from ms_seq_init
    or ms_seq_create (NULL is tolerated: getters return 0/NULL, setters do
    nothing) and follow the sequence's rule: one thread at a time.
@@ -258,6 +344,8 @@ typedef struct ms_sampler_desc {
   ms_parallel_for_fn parallel_for;   /* optional: the caller's pool */
   void *parallel_user;
   int32_t use_builtin_pool;          /* start n_workers-1 threads (needs MYSAMPLE_THREADS) */
+  int32_t max_history;               /* longest prompt + output DRY scans (its window); 0 = max_vocab.
+                                        A longer window fails the row with MS_ERR_CAPACITY */
 } ms_sampler_desc;
 
 /* Bytes of memory a sampler for desc needs (0 for an invalid desc).
@@ -302,6 +390,7 @@ typedef struct ms_output {
   uint64_t seed;        /* the seed the draw used */
   uint64_t position;    /* the position the draw used */
   int32_t greedy;       /* 1 when the row took the argmax path */
+  float mirostat_mu;    /* mirostat: mu after this token (ms_seq_accept_output keeps it); NaN otherwise */
 } ms_output;
 
 /* Samples one row. `logits` has `vocab` floats and is never modified; seq

@@ -103,13 +103,19 @@ struct ms_sampler {
 #endif
 };
 
+/* DRY's scratch: max_history entries, max_vocab when unset. */
+MS__PRIVATE int32_t ms__hist_cap(const ms_sampler_desc *d) {
+  return d->max_history > 0 ? d->max_history : d->max_vocab;
+}
+
 MSDEF size_t ms_sampler_size(const ms_sampler_desc *d) {
   int32_t nw;
   size_t s;
-  if (!d || d->max_vocab < 1 || d->max_vocab > (1 << 28) || d->n_workers < 0 || d->n_workers > MS__MAX_WORKERS) return 0;
+  if (!d || d->max_vocab < 1 || d->max_vocab > (1 << 28) || d->n_workers < 0 || d->n_workers > MS__MAX_WORKERS ||
+      d->max_history < 0 || d->max_history > (1 << 28)) return 0;
   nw = d->n_workers ? d->n_workers : 1;
   s = ms__align_up(sizeof(ms_sampler), 64) + ms__align_up((size_t)nw * sizeof(ms__ws *), 64);
-  s += (size_t)nw * ms__align_up(ms__ws_size(d->max_vocab), 64);
+  s += (size_t)nw * ms__align_up(ms__ws_size(d->max_vocab, ms__hist_cap(d)), 64);
 #if defined(MYSAMPLE_THREADS)
   s += ms__align_up(sizeof(ms__pool), 64) + ms__align_up((size_t)nw * sizeof(ms__pool_arg), 64);
 #endif
@@ -141,8 +147,8 @@ MSDEF ms_result ms_sampler_init(ms_sampler **out, const ms_sampler_desc *d, void
   s->parallel_user = d->parallel_user;
   s->ws = (ms__ws **)p; p += ms__align_up((size_t)nw * sizeof(ms__ws *), 64);
   for (i = 0; i < nw; i++) {
-    s->ws[i] = ms__ws_layout(p, d->max_vocab);
-    p += ms__align_up(ms__ws_size(d->max_vocab), 64);
+    s->ws[i] = ms__ws_layout(p, d->max_vocab, ms__hist_cap(d));
+    p += ms__align_up(ms__ws_size(d->max_vocab, ms__hist_cap(d)), 64);
   }
 #if defined(MYSAMPLE_THREADS)
   s->pool = NULL;

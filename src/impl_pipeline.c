@@ -21,6 +21,7 @@ typedef struct ms__row {
   int32_t n_pending;       /* deferred penalised ids (ws->pend), excluded from the raw scan */
   float m;                 /* max of the effective row */
   int32_t argmax;
+  int overlay;             /* the caller will touch ids after the build: set up the overlay */
 } ms__row;
 
 #define MS__TOUCHED(w, id) (((w)->touched_bits[(id) >> 5] >> ((id) & 31)) & 1u)
@@ -128,10 +129,21 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
   int seq_procs = (p->no_repeat_ngram_size > 0 && hist + 1 >= p->no_repeat_ngram_size) || p->n_bad_words > 0 || decay_on;
   int mods = p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || p->n_logit_bias > 0 ||
              (min_tokens_on && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) || ms__penalties_active(p, seq) || seq_procs;
+  int32_t forced = seq && seq->bud_state == MS_BUDGET_FORCING ? seq->bud_end[seq->bud_force_pos] : -1;
+  if (R->r->chain) mods = mods || R->overlay; /* llama.cpp penalties run in the chain */
   R->enable = NULL; R->sparse = 0; R->n_touched = 0; R->n_pending = 0;
-  if (!mods) { R->defer = 0; R->lazy = 0; return; }
-  if (p->allowed_ids) R->defer = R->lazy = 0; /* sparse rows read only the allowed ids anyway */
-  if (p->allowed_ids) {
+  if (forced >= R->V) forced = -1;
+  if (!mods && forced < 0) { R->defer = 0; R->lazy = 0; return; }
+  if (p->allowed_ids || forced >= 0) R->defer = R->lazy = 0; /* sparse rows read only the allowed ids anyway */
+  if (forced >= 0) {
+    /* the reasoning budget forces the end sequence: the row is that one
+       token (its logit, or 0 when the model gave it none) */
+    float v = R->x[forced];
+    R->sparse = 1;
+    w->touched_bits[forced >> 5] |= 1u << (forced & 31);
+    w->touched[R->n_touched++] = forced;
+    w->ovr[forced] = v == v && v > -INFINITY && v < INFINITY ? v : 0.0f;
+  } else if (p->allowed_ids) {
     R->sparse = 1;
     R->enable = NULL; /* raw scans are skipped: only touched ids exist */
     /* the allowed ids are the row: touch them first with their raw values */
@@ -214,7 +226,7 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
         }
         break;
       case MS__P_PENALTIES:
-        if (!ms__penalties_active(p, seq)) break;
+        if (R->r->chain || !ms__penalties_active(p, seq)) break;
         if (R->lazy || R->defer) {
           /* scan-only rows: the ids touched so far now; the others after
              the scan (lazy: only its survivors; defer: excluded from it) */
@@ -447,6 +459,47 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
           if (n < j) n = j;
         }
         break;
+      case MS__F_TYPICAL:
+        if (p->typical_p < 1.0f && n > 1) {
+          /* HF TypicalLogitsWarper on the current distribution: scores
+             |-log p - H| ascending, cut where the running mass first
+             reaches typical_p, every score <= the cut's stays, and the
+             first min_tokens_to_keep by score. The scores fall then rise
+             along the value order, so the kept set is a contiguous run of
+             the list, built by merging outward from the lowest score. */
+          double z = 0.0, h = 0.0, cum = 0.0, lz, cutsc;
+          float *sc = R->w->tv;
+          int32_t lo = 0, a, b, q, at = -1;
+          for (j = 0; j < n; j++) z += (double)ce[j];
+          lz = log(z);
+          for (j = 0; j < n; j++) {
+            double lp = log((double)ce[j]) - lz;
+            if (ce[j] > 0.0f) h -= exp(lp) * lp;
+          }
+          for (j = 0; j < n; j++) sc[j] = ce[j] > 0.0f ? (float)fabs(-(log((double)ce[j]) - lz) - h) : INFINITY;
+          for (j = 1; j < n; j++) if (sc[j] < sc[lo]) lo = j;
+          a = lo; b = lo;
+          for (q = 0; q < n; q++) {
+            int32_t jj;
+            if (q == 0) { jj = lo; b = lo + 1; }
+            else if (a > 0 && (b == n || sc[a - 1] <= sc[b])) jj = --a;
+            else jj = b++;
+            cum += (double)ce[jj] / z;
+            if (at < 0 && !(cum < (double)p->typical_p)) at = jj;
+            if (at >= 0 && q + 1 >= mtk) break; /* and the first min_tokens_to_keep by score */
+          }
+          cutsc = at >= 0 ? (double)sc[at] : INFINITY; /* never reached: HF clamps to the last */
+          /* every token whose score is <= the cut's: widen [a, b) over ties */
+          while (a > 0 && (double)sc[a - 1] <= cutsc) a--;
+          while (b < n && (double)sc[b] <= cutsc) b++;
+          if (a > 0) {
+            memmove(cv, cv + a, (size_t)(b - a) * 4);
+            memmove(ce, ce + a, (size_t)(b - a) * 4);
+            memmove(R->w->ci, R->w->ci + a, (size_t)(b - a) * 4);
+          }
+          n = b - a;
+        }
+        break;
       case MS__F_TOP_K:
         if (p->top_k > 0 && (p->top_k > mtk ? p->top_k : mtk) < n) {
           int32_t kk = p->top_k > mtk ? p->top_k : mtk; /* HF: k = max(k, min_tokens_to_keep) */
@@ -502,6 +555,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   ms_result rc;
   int k_on = p->top_k > 0 && kk < V;
   int hf_extra = p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || mtk > 1;
+  int typical = p->typical_p < 1.0f && R->r->has_typical;
   int minp_first = 0;
   float T = temperature;
   if (T < R->r->temp_floor) T = R->r->temp_floor;
@@ -530,6 +584,23 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   rc = ms__row_max(R);
   if (rc != MS_OK) return rc;
   k->m = R->m;
+  if (typical) {
+    /* typical keeps a band of the distribution, not a prefix: the list of
+       every token with a weight, sorted, through the filters */
+    int32_t c = 0, i;
+    float cut = R->m + (float)(-104.0) * (T > 0.0f ? T : 1.0f); /* exp underflows below this */
+    if (!R->sparse) c = R->K->compact_ge(R->x, V, R->enable, cut, w->ci, w->cv, V);
+    if (c < 0) c = 0;
+    for (i = 0; i < R->n_touched; i++) {
+      int32_t id = w->touched[i];
+      if (w->ovr[id] >= cut && w->ovr[id] != -INFINITY) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
+    }
+    ms__sort_desc(w, w->cv, w->ci, c);
+    if (R->r->joint && p->top_p < 1.0f) k->z_full = ms__row_exp_sum(R, k->m, k->s, NULL, NULL);
+    ms__filter_list(R, k, w->cv, w->e, c);
+    k->n_cand = c;
+    return MS_OK;
+  }
   if (p->min_p > 0.0f && minp_first && mtk <= 1) { /* min_tokens_to_keep may keep tokens below the cut */
     /* min_p path: only tokens within T*ln(1/min_p) of the max can stay;
        gather them (the cut is loosened a hair, then checked exactly) */
@@ -647,7 +718,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
 /* Temperature-only rows skip the filters: one exp pass with block sums. */
 MS__PRIVATE int ms__no_filters(const ms_params *p, int32_t V) {
   return !(p->top_k > 0 && p->top_k < V) && p->top_p >= 1.0f && p->min_p <= 0.0f &&
-         p->epsilon_cutoff <= 0.0f && p->eta_cutoff <= 0.0f;
+         p->epsilon_cutoff <= 0.0f && p->eta_cutoff <= 0.0f && p->typical_p >= 1.0f;
 }
 
 /* The draw: the first kept token in id order whose running weight exceeds
@@ -838,6 +909,34 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
   }
 }
 
+/* -- the custom logits hook ---------------------------------------------------
+   Materialises the effective row into ws->hrow, hands it to the caller's
+   function, and makes it the row: the overlay is folded in and dropped. */
+MS__PRIVATE ms_result ms__row_hook(ms__row *R) {
+  ms__ws *w = R->w;
+  const ms_params *p = R->p;
+  float *h = w->hrow;
+  int32_t i, V = R->V;
+  ms_result rc;
+  if (R->sparse) { for (i = 0; i < V; i++) h[i] = -INFINITY; }
+  else if (R->enable) {
+    for (i = 0; i < V; i++) h[i] = ((R->enable[i >> 5] >> (i & 31)) & 1u) ? R->x[i] : -INFINITY;
+  } else if (h != R->x) memcpy(h, R->x, (size_t)V * 4);
+  for (i = 0; i < R->n_touched; i++) h[w->touched[i]] = w->ovr[w->touched[i]];
+  for (i = 0; i < R->n_pending; i++) {
+    /* deferred penalties are not deferred past a hook */
+    int hit;
+    int32_t tok = w->pend[i];
+    h[tok] = ms__penalise(R, tok, R->x[tok], &hit);
+  }
+  ms__row_cleanup(R);
+  R->x = h; R->enable = NULL; R->sparse = 0; R->defer = 0; R->lazy = 0;
+  rc = p->hook(p->hook_user, h, V, R->seq, p);
+  return rc;
+}
+
+MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_output *out, float *probs);
+
 /* -- the row entry points ------------------------------------------------------ */
 typedef enum { MS__MODE_SAMPLE, MS__MODE_PROBS } ms__mode;
 
@@ -858,7 +957,25 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     if (T > 0.0f && T < R.r->temp_floor) T = R.r->temp_floor;
     greedy = !(T >= R.r->greedy_below);
   }
-  if (out) { out->seed = seed; out->position = pos; out->greedy = greedy; out->rank = 0; out->n_top = 0; out->logprob = 0.0f; }
+  if (out) {
+    out->seed = seed; out->position = pos; out->greedy = greedy; out->rank = 0; out->n_top = 0; out->logprob = 0.0f;
+    out->mirostat_mu = NAN;
+  }
+  if (p->hook_stage == MS_HOOK_FIRST) {
+    memcpy(w->hrow, x, (size_t)V * 4);
+    R.x = w->hrow;
+    rc = p->hook(p->hook_user, w->hrow, V, seq, p);
+    if (rc != MS_OK) goto done;
+  }
+  if (R.r->chain) {
+    /* llama.cpp: a chain over a candidate list (impl_chain.c) */
+    const char *o = p->samplers ? p->samplers : "edskypmxt";
+    if (out) out->greedy = 0;
+    R.overlay = !p->mirostat && (o[0] == 'e' || o[0] == 'd');
+    ms__row_build(&R);
+    rc = ms__chain_run(&R, seed, pos, out, probs);
+    goto done;
+  }
   /* rows that only scan (greedy, or top-k within the heap) may defer the
      penalties until the scan has set the k-th value */
   R.defer = (greedy && !(p->logprobs >= 0 && p->logprobs_mode == MS_LOGPROBS_PROCESSED)) ||
@@ -876,7 +993,12 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     }
     R.lazy = R.defer && seq && p->repetition_penalty >= 1.0f && p->frequency_penalty >= 0.0f && p->presence_penalty >= 0.0f;
   }
+  if (p->hook_stage != MS_HOOK_OFF) R.defer = R.lazy = 0;
   ms__row_build(&R);
+  if (p->hook_stage == MS_HOOK_BEFORE_SAMPLING) {
+    rc = ms__row_hook(&R);
+    if (rc != MS_OK) goto done;
+  }
   if (greedy) {
     rc = ms__row_max(&R);
     if (rc != MS_OK) goto done;

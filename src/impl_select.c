@@ -246,22 +246,26 @@ typedef struct ms__ws {
   float *blk;               /* one block of weights (MS__BLOCK) */
   uint32_t *ka, *kb; int32_t *ki; /* radix sort scratch (cap) */
   int32_t *pend;            /* deferred penalised ids (cap) */
+  float *hrow;              /* the row materialised for a custom hook (cap) */
+  int32_t hist_cap;         /* DRY: the longest window the scratch below holds */
+  int32_t *hz;              /* DRY: match lengths of the window (hist_cap) */
 } ms__ws;
 
-MS__PRIVATE size_t ms__ws_size(int32_t cap) {
+MS__PRIVATE size_t ms__ws_size(int32_t cap, int32_t hist) {
   size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
   size_t s = 0;
   s += ms__align_up(sizeof(ms__ws), 64);
-  s += 13 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend */
+  s += 14 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend, hrow */
   s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
   s += 2 * ms__align_up(v * 4, 64);          /* qs, qs2 */
   s += ms__align_up(nb * 4, 64);
   s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
   s += ms__align_up(MS__BLOCK * 4, 64);
+  s += ms__align_up((size_t)hist * 4, 64);
   return s;
 }
 
-MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
+MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap, int32_t hist) {
   char *p = (char *)mem;
   ms__ws *w = (ms__ws *)p;
   size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
@@ -272,12 +276,14 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap) {
   MS__TAKE(cv, float, v); MS__TAKE(ci, int32_t, v); MS__TAKE(tv, float, v); MS__TAKE(ti, int32_t, v);
   MS__TAKE(xv, float, v); MS__TAKE(xi, int32_t, v);
   MS__TAKE(ka, uint32_t, v); MS__TAKE(kb, uint32_t, v); MS__TAKE(ki, int32_t, v);
-  MS__TAKE(pend, int32_t, v);
+  MS__TAKE(pend, int32_t, v); MS__TAKE(hrow, float, v);
   MS__TAKE(enable, uint32_t, words); MS__TAKE(mask, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
   MS__TAKE(qs, float, v); MS__TAKE(qs2, float, v);
   MS__TAKE(blocks, float, nb);
   MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
   MS__TAKE(blk, float, MS__BLOCK);
+  MS__TAKE(hz, int32_t, hist);
+  w->hist_cap = hist;
 #undef MS__TAKE
   /* touched_bits is kept all-clear between calls (each call clears what it set) */
   memset(w->touched_bits, 0, words * 4);

@@ -150,8 +150,27 @@ TEST(test_validation_messages) {
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "min_tokens must be greater than or equal to 0, got -1."));
     p = ms_params_default(); p.profile = MS_PROFILE_HF; p.presence_penalty = 0.5f;
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
-    p = ms_params_default(); p.profile = MS_PROFILE_LLAMACPP;
+    p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK && p.top_k == 40 && p.penalty_last_n == 64);
+    p.temperature = NAN;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "temperature must be a finite number, got nan."));
+    p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.mirostat = 3;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "mirostat must be 0 (off), 1 or 2, got 3."));
+    p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.samplers = "kpz";
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && strstr(msg, "unknown sampler 'z'"));
+    p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.samplers = "kpk";
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "samplers: 'k' appears twice."));
+    /* llama.cpp takes any value: out of range means off or degenerate */
+    p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.top_p = 7.0f; p.min_p = -1.0f; p.temperature = -2.0f; p.top_k = -5;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK);
+    p = ms_params_default(); p.xtc_probability = 0.5f;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED && !strcmp(msg, "XTC is not part of the vllm profile (it is a llama.cpp sampler; use the llamacpp profile)."));
+    p = ms_params_default(); p.typical_p = 0.5f;
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_UNSUPPORTED);
+    p = ms_params_default(); p.profile = MS_PROFILE_HF; p.typical_p = 0.0f;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_ERR_INVALID_PARAM && !strcmp(msg, "`typical_p` has to be a float > 0 and < 1, but is 0.0"));
+    p = ms_params_default(); p.profile = MS_PROFILE_HF; p.typical_p = 0.5f;
+    CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK);
     p = ms_params_default(); p.profile = MS_PROFILE_SGLANG; p.top_k = -1;
     CHECK(ms_params_validate(&p, 1000, msg, sizeof msg) == MS_OK);
     p.top_k = -3;

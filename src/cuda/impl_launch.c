@@ -314,7 +314,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (rc == MS_OK && p->profile != MS_PROFILE_VLLM && p->profile != MS_PROFILE_HF) rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
     if (rc == MS_OK && (p->n_bad_words > 0 || p->no_repeat_ngram_size > 0 || p->exp_decay_start >= 0 ||
-                        p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1))
+                        p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
+                        p->typical_p < 1.0f || p->hook_stage != MS_HOOK_OFF || p->budget_tokens >= 0))
       rc = MS_ERR_UNSUPPORTED;
     if (b->row_results) b->row_results[r] = rc;
     if (rc != MS_OK) {

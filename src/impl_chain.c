@@ -1,0 +1,629 @@
+/* ---- implementation: the llama.cpp sampler chain -------------------------- */
+
+/* llama.cpp's samplers work on an array of (id, logit) entries: filters
+   either drop entries or set them to -inf and keep them (they still count
+   in the array's size, which dynamic temperature and XTC read), and each
+   probability filter takes the softmax of what is left. Here the finite
+   entries live in ws->cv/ci sorted by descending logit (ties: lower id
+   first) and `size` counts the -inf entries too. The row is only scanned
+   once (max, top-k or a gather); every stage after that runs on the list.
+   docs/ENGINES.md section 1 has the rules and their sources. */
+
+#define MS__CHAIN_DEFAULT "edskypmxt"
+
+typedef struct ms__chain {
+  ms__row *R;
+  const char *order;   /* the stages, llama.cpp --samplers letters */
+  int32_t n;           /* finite candidates in cv/ci */
+  int32_t size;        /* llama.cpp's array size (n plus -inf entries) */
+  int32_t min_keep;
+  uint64_t seed, pos;
+} ms__chain;
+
+/* Equal values in id order (the sorts are stable, but touched ids are
+   appended out of order). */
+MS__PRIVATE void ms__ties_by_id(float *v, int32_t *id, int32_t n) {
+  int32_t i = 0;
+  while (i < n) {
+    int32_t j = i + 1, a, b;
+    while (j < n && v[j] == v[i]) j++;
+    for (a = i + 1; a < j; a++) {
+      int32_t x = id[a];
+      for (b = a - 1; b >= i && id[b] > x; b--) id[b + 1] = id[b];
+      id[b + 1] = x;
+    }
+    i = j;
+  }
+}
+
+MS__PRIVATE void ms__chain_sort(ms__chain *C) {
+  ms__ws *w = C->R->w;
+  ms__sort_desc(w, w->cv, w->ci, C->n);
+  ms__ties_by_id(w->cv, w->ci, C->n);
+}
+
+/* p[i] = softmax of the list (float, as llama_sampler_softmax_impl). */
+MS__PRIVATE void ms__chain_softmax(ms__chain *C, float *p) {
+  ms__ws *w = C->R->w;
+  int32_t i;
+  float z;
+  if (C->n == 0) return;
+  z = (float)C->R->K->exp_sum(w->cv, C->n, NULL, w->cv[0], 1.0f, p, NULL);
+  for (i = 0; i < C->n; i++) p[i] /= z;
+}
+
+/* -- penalties over a window (llama_sampler_penalties) ------------------------
+   Distinct tokens of the last N history tokens with their counts. The whole
+   history reads the sequence's dense counters; a shorter window counts into
+   a sparse set (ws->ka maps token -> slot; a slot is valid when it points
+   back at the token, so nothing needs clearing). */
+MS__PRIVATE int ms__chain_pen_on(const ms__row *R) {
+  const ms_params *p = R->p;
+  return R->seq && p->penalty_last_n != 0 &&
+         (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) &&
+         R->seq->n_prompt + R->seq->n_output > 0;
+}
+
+MS__PRIVATE int32_t ms__chain_window(const ms__row *R, int32_t last_n, int32_t *toks, int32_t *cnt) {
+  const ms_seq *seq = R->seq;
+  uint32_t *map = R->w->ka;
+  int32_t hist = seq->n_prompt + seq->n_output, n = 0, i;
+  if (last_n < 0 || last_n >= hist) {
+    for (i = 0; i < seq->n_distinct; i++) {
+      toks[n] = seq->d_token[i];
+      cnt[n] = seq->d_count[i] + seq->d_pcount[i];
+      map[toks[n]] = (uint32_t)n;
+      n++;
+    }
+    return n;
+  }
+  for (i = hist - last_n; i < hist; i++) {
+    int32_t t = seq->tokens[i];
+    uint32_t s = map[t];
+    if (s < (uint32_t)n && toks[s] == t) cnt[s]++;
+    else { map[t] = (uint32_t)n; toks[n] = t; cnt[n] = 1; n++; }
+  }
+  return n;
+}
+
+MS__FORCEINLINE float ms__chain_pen(const ms_params *p, float l, int32_t c) {
+  /* l <= 0 ? l * r : l / r, then l -= c * freq + (c > 0) * present */
+  l = l <= 0.0f ? l * p->repetition_penalty : l / p->repetition_penalty;
+  return l - ((float)c * p->frequency_penalty + (float)(c > 0) * p->presence_penalty);
+}
+
+/* -- DRY (llama_sampler_dry_apply) -------------------------------------------
+   Writes the tokens that would extend a repeat and the repeat's length
+   (ws->ti / ws->xi, map in ws->ka); *np = 0 when DRY does nothing. */
+MS__PRIVATE int ms__chain_dry_on(const ms__row *R) {
+  const ms_params *p = R->p;
+  return R->seq && p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_last_n != 0;
+}
+
+MS__PRIVATE ms_result ms__chain_dry_pairs(const ms__row *R, int32_t *np) {
+  const ms_params *p = R->p;
+  const ms_seq *seq = R->seq;
+  ms__ws *w = R->w;
+  const int32_t *tk = seq->tokens;
+  int32_t hist = seq->n_prompt + seq->n_output, N, i, rep_limit, allowed = p->dry_allowed_length;
+  int32_t *z = w->hz, *toks = w->ti, *lens = w->xi, n = 0;
+  uint32_t *map = w->ka;
+  *np = 0;
+  N = p->dry_last_n < 0 || p->dry_last_n > hist ? hist : p->dry_last_n;
+  if (N <= allowed) return MS_OK;
+  if (N > w->hist_cap) return MS_ERR_CAPACITY;
+#define MS__RAT(i) tk[hist - 1 - (i)]
+  /* 1. the newest breaker (head plus tail in time order) limits the
+        length a repeat may have */
+  rep_limit = N;
+  for (i = 0; i < N; i++) {
+    int32_t tok = MS__RAT(i), longest = -1, b, at = 0;
+    for (b = 0; b < p->n_dry_breakers; b++) {
+      int32_t len = p->dry_breakers_lens[b], L = len - 1, o;
+      const int32_t *br = p->dry_breakers + at;
+      at += len;
+      if (br[0] != tok || L <= longest || L > i) continue;
+      for (o = 0; o < L && br[1 + o] == MS__RAT(i - o - 1); o++) {}
+      if (o == L) longest = L;
+    }
+    if (longest >= 0) { rep_limit = i - longest; break; }
+  }
+  if (rep_limit < allowed) return MS_OK;
+  /* 2. reverse Z-algorithm: z[N-1-k] = length of the longest suffix of the
+        window that also ends k tokens earlier, capped at rep_limit */
+  {
+    int32_t last = N - 1, lt = 0, rt = 0, k;
+    z[last] = 0;
+    for (k = 1; k < N; k++) {
+      if (k > rt) {
+        int32_t m = 0;
+        while (m + k < N && MS__RAT(m) == MS__RAT(m + k)) m++;
+        z[last - k] = m < rep_limit ? m : rep_limit;
+        if (m > 0) { lt = k; rt = k + m - 1; }
+      } else {
+        int32_t q = k - lt, right = rt - k + 1;
+        if (z[last - q] < right) z[last - k] = z[last - q] < rep_limit ? z[last - q] : rep_limit;
+        else {
+          int32_t j = rt + 1;
+          while (j < N && MS__RAT(j) == MS__RAT(j - k)) j++;
+          z[last - k] = j - k < rep_limit ? j - k : rep_limit;
+          lt = k; rt = j - 1;
+        }
+      }
+    }
+  }
+  /* 3. the token after each repeat would extend it: keep the longest */
+  for (i = 0; i < N - 1; i++) {
+    int32_t len = z[i];
+    if (len >= allowed) {
+      int32_t tok = MS__RAT(N - 2 - i);
+      uint32_t s = map[tok];
+      if (s < (uint32_t)n && toks[s] == tok) { if (lens[s] < len) lens[s] = len; }
+      else { map[tok] = (uint32_t)n; toks[n] = tok; lens[n] = len; n++; }
+    }
+  }
+#undef MS__RAT
+  *np = n;
+  return MS_OK;
+}
+
+/* DRY's penalty for a repeat of `len`; 0 for single-token breakers. */
+MS__PRIVATE float ms__chain_dry_penalty(const ms_params *p, int32_t tok, int32_t len) {
+  int32_t b, at = 0, e = len - p->dry_allowed_length, max_e = 0;
+  for (b = 0; b < p->n_dry_breakers; b++) {
+    if (p->dry_breakers_lens[b] == 1 && p->dry_breakers[at] == tok) return 0.0f;
+    at += p->dry_breakers_lens[b];
+  }
+  /* pow(base, e) overflows float past ln(FLT_MAX) / ln(base) */
+  if (p->dry_base > 1.000001f) max_e = (int32_t)(88.7228391f / logf(p->dry_base));
+  if (max_e > 0 && e > max_e) e = max_e;
+  return (float)((double)p->dry_multiplier * pow((double)p->dry_base, (double)e));
+}
+
+/* Penalties or DRY on the overlay (stages before any truncation). */
+MS__PRIVATE ms_result ms__chain_pointwise(ms__row *R, char stage) {
+  ms__ws *w = R->w;
+  int32_t n, i;
+  if (stage == 'e') {
+    if (!ms__chain_pen_on(R)) return MS_OK;
+    n = ms__chain_window(R, R->p->penalty_last_n, w->ti, w->xi);
+    for (i = 0; i < n; i++) {
+      float *l;
+      if (w->ti[i] >= R->V) continue;
+      l = ms__touch(R, w->ti[i]);
+      *l = ms__chain_pen(R->p, *l, w->xi[i]);
+    }
+    return MS_OK;
+  }
+  if (!ms__chain_dry_on(R)) return MS_OK;
+  {
+    ms_result rc = ms__chain_dry_pairs(R, &n);
+    if (rc != MS_OK) return rc;
+    for (i = 0; i < n; i++) {
+      float pen;
+      if (w->ti[i] >= R->V) continue;
+      pen = ms__chain_dry_penalty(R->p, w->ti[i], w->xi[i]);
+      if (pen != 0.0f) *ms__touch(R, w->ti[i]) -= pen;
+    }
+  }
+  return MS_OK;
+}
+
+/* The same on the candidate list (a custom order put them after a filter). */
+MS__PRIVATE ms_result ms__chain_list_pointwise(ms__chain *C, char stage) {
+  ms__row *R = C->R;
+  ms__ws *w = R->w;
+  int32_t n, i;
+  if (stage == 'e') {
+    if (!ms__chain_pen_on(R)) return MS_OK;
+    n = ms__chain_window(R, R->p->penalty_last_n, w->ti, w->xi);
+    for (i = 0; i < C->n; i++) {
+      int32_t t = w->ci[i];
+      uint32_t s = w->ka[t];
+      if (s < (uint32_t)n && w->ti[s] == t) w->cv[i] = ms__chain_pen(R->p, w->cv[i], w->xi[s]);
+    }
+  } else {
+    ms_result rc;
+    if (!ms__chain_dry_on(R)) return MS_OK;
+    rc = ms__chain_dry_pairs(R, &n);
+    if (rc != MS_OK) return rc;
+    for (i = 0; i < C->n; i++) {
+      int32_t t = w->ci[i];
+      uint32_t s = w->ka[t];
+      if (s < (uint32_t)n && w->ti[s] == t) w->cv[i] -= ms__chain_dry_penalty(R->p, t, w->xi[s]);
+    }
+  }
+  /* a penalty may reach -inf (r * -large): such entries stay in size */
+  {
+    int32_t j = 0;
+    for (i = 0; i < C->n; i++)
+      if (w->cv[i] != -INFINITY) { w->cv[j] = w->cv[i]; w->ci[j] = w->ci[i]; j++; }
+    C->n = j;
+  }
+  ms__chain_sort(C);
+  return MS_OK;
+}
+
+/* -- top-n-sigma: the cut max - n * stddev over the finite logits ------------ */
+MS__PRIVATE float ms__sigma_cut(float n_sigma, const float *v, int32_t cnt, float mx) {
+  float sum = 0.0f, mean, acc = 0.0f, sd;
+  int32_t i;
+  /* llama.cpp: float sums, the square through double pow */
+  for (i = 0; i < cnt; i++) sum += v[i];
+  mean = cnt > 0 ? sum / (float)cnt : 0.0f;
+  for (i = 0; i < cnt; i++) acc += (float)pow((double)(v[i] - mean), 2.0);
+  sd = cnt > 0 ? (float)sqrt((double)(acc / (float)cnt)) : 0.0f;
+  return mx - n_sigma * sd;
+}
+
+/* The same over the effective row (top-n-sigma before any truncation):
+   compacts the finite values into ws->qs first. */
+MS__PRIVATE float ms__sigma_cut_row(ms__row *R) {
+  ms__ws *w = R->w;
+  int32_t c = 0, i;
+  if (!R->sparse) c = R->K->compact_ge(R->x, R->V, R->enable, -FLT_MAX, w->ki, w->qs, R->V);
+  if (c < 0) c = 0;
+  for (i = 0; i < R->n_touched; i++) {
+    float v = w->ovr[w->touched[i]];
+    if (v != -INFINITY) w->qs[c++] = v;
+  }
+  return ms__sigma_cut(R->p->top_n_sigma, w->qs, c, R->m);
+}
+
+/* -- the list stages ----------------------------------------------------------- */
+MS__PRIVATE void ms__chain_top_k(ms__chain *C, int32_t k) {
+  if (k <= 0) return;
+  if (k > C->size) k = C->size;
+  if (C->n > k) C->n = k;
+  C->size = k;
+}
+
+/* llama_sampler_typical_apply: tokens in ascending |-ln p - H| until the
+   mass exceeds p (strict), at least min_keep. The scores fall then rise
+   along the value order, so the order is a merge outward from the
+   minimum, and the kept tokens are a contiguous run of the list. */
+MS__PRIVATE void ms__chain_typical(ms__chain *C, float mass) {
+  ms__ws *w = C->R->w;
+  float *p = w->e, *sc = w->tv, h = 0.0f, cum = 0.0f;
+  int32_t n = C->n, i, lo, hi, a, b, kept;
+  (void)hi;
+  if (mass >= 1.0f || n == 0) return;
+  ms__chain_softmax(C, p);
+  for (i = 0; i < n; i++) if (p[i] > 0.0f) h += -p[i] * logf(p[i]);
+  for (i = 0; i < n; i++) sc[i] = p[i] > 0.0f ? fabsf(-logf(p[i]) - h) : INFINITY;
+  lo = 0;
+  for (i = 1; i < n; i++) if (sc[i] < sc[lo]) lo = i;
+  a = lo; b = lo; /* taken so far: [a, b) */
+  kept = -1;
+  for (i = 0; i < n; i++) {
+    int32_t j;
+    if (i == 0) { j = lo; b = lo + 1; }
+    else if (a > 0 && (b == n || sc[a - 1] <= sc[b])) j = --a; /* equal scores: the likelier first */
+    else j = b++;
+    cum += p[j];
+    if (cum > mass && (C->min_keep == 0 || i >= C->min_keep - 1)) { kept = i + 1; break; }
+  }
+  if (kept < 0) return; /* the sum never passed p: llama.cpp keeps everything */
+  lo = a; hi = b;
+  if (lo > 0) {
+    memmove(w->cv, w->cv + lo, (size_t)(hi - lo) * 4);
+    memmove(w->ci, w->ci + lo, (size_t)(hi - lo) * 4);
+  }
+  C->n = hi - lo;
+  C->size = kept;
+}
+
+/* llama_sampler_top_p_apply: the first prefix whose float running sum
+   reaches p, at least min_keep. */
+MS__PRIVATE void ms__chain_top_p(ms__chain *C, float top_p) {
+  float *p = C->R->w->e, cum = 0.0f;
+  int32_t i;
+  if (top_p >= 1.0f || C->n == 0) return;
+  ms__chain_softmax(C, p);
+  for (i = 0; i < C->n; i++) {
+    cum += p[i];
+    if (cum >= top_p && i + 1 >= C->min_keep) { C->n = i + 1; C->size = i + 1; return; }
+  }
+  /* the walk ended among the -inf entries (min_keep) or never reached p:
+     the finite list stays whole */
+  if (cum >= top_p && C->min_keep > C->n && C->min_keep < C->size) C->size = C->min_keep;
+}
+
+/* llama_sampler_min_p_apply: logits >= max + ln(p), at least min_keep. */
+MS__PRIVATE void ms__chain_min_p(ms__chain *C, float min_p) {
+  ms__ws *w = C->R->w;
+  float cut;
+  int32_t c = 0, kept, mk;
+  if (min_p <= 0.0f || C->n == 0) return;
+  cut = w->cv[0] + logf(min_p);
+  while (c < C->n && w->cv[c] >= cut) c++;
+  mk = C->min_keep < C->size ? C->min_keep : C->size;
+  kept = c > mk ? c : mk;
+  if (kept < 1) kept = 1;
+  if (C->n > kept) C->n = kept;
+  C->size = kept;
+}
+
+/* llama_sample_xtc_apply: with probability `probability`, every token with
+   p >= threshold except the least likely of them is removed. */
+MS__PRIVATE void ms__chain_xtc(ms__chain *C) {
+  const ms_params *pr = C->R->p;
+  ms__ws *w = C->R->w;
+  float *p = w->e, coin;
+  int32_t last = 0, i;
+  if (pr->xtc_probability <= 0.0f || pr->xtc_threshold > 0.5f || C->size < 2) return;
+  coin = (float)ms_uniform(C->seed, C->pos, MS_PURPOSE_XTC);
+  if (coin > pr->xtc_probability || C->n == 0) return;
+  ms__chain_softmax(C, p);
+  for (i = 0; i < C->n && p[i] >= pr->xtc_threshold; i++) last = i;
+  if (last > 0 && C->size - last >= C->min_keep) {
+    memmove(w->cv, w->cv + last, (size_t)(C->n - last) * 4);
+    memmove(w->ci, w->ci + last, (size_t)(C->n - last) * 4);
+    C->n -= last;
+    C->size -= last;
+  }
+}
+
+/* Temperature, llama_sampler_temp_impl: T <= 0 keeps the first maximum
+   (the others stay as -inf entries). */
+MS__PRIVATE void ms__chain_temp(ms__chain *C, float T) {
+  ms__ws *w = C->R->w;
+  int32_t i;
+  if (T <= 0.0f) { if (C->n > 1) C->n = 1; return; }
+  for (i = 0; i < C->n; i++) w->cv[i] /= T;
+}
+
+/* llama_sampler_temp_ext_apply: T scaled by the entropy of the list
+   relative to the uniform over `size` entries. */
+MS__PRIVATE void ms__chain_dynatemp(ms__chain *C) {
+  const ms_params *pr = C->R->p;
+  float *p = C->R->w->e, T = pr->temperature, d = pr->dynatemp_range, lo, hi, hmax, h = 0.0f, t_dyn;
+  int32_t i;
+  if (d <= 0.0f) { ms__chain_temp(C, T); return; }
+  if (C->size <= 1) return;
+  lo = T - d > 0.0f ? T - d : 0.0f;
+  hi = T + d;
+  hmax = -logf(1.0f / (float)C->size);
+  ms__chain_softmax(C, p);
+  for (i = 0; i < C->n; i++) if (p[i] > 0.0f) h -= p[i] * logf(p[i]);
+  t_dyn = lo + (hi - lo) * powf(h / hmax, pr->dynatemp_exponent);
+  ms__chain_temp(C, t_dyn);
+}
+
+/* -- outputs from the final list ------------------------------------------------ */
+/* Weights of the list into ws->e, returns their sum. */
+MS__PRIVATE double ms__chain_weights(ms__chain *C) {
+  ms__ws *w = C->R->w;
+  if (C->n == 0) return 0.0;
+  return C->R->K->exp_sum(w->cv, C->n, NULL, w->cv[0], 1.0f, w->e, NULL);
+}
+
+/* Draws from list weights ws->e (mass z) in list order; returns the index. */
+MS__PRIVATE int32_t ms__chain_draw_index(const float *e, int32_t n, double z, double u) {
+  double target = u * z, cum = 0.0;
+  int32_t i, last = -1;
+  for (i = 0; i < n; i++) {
+    if (e[i] > 0.0f) last = i;
+    cum += (double)e[i];
+    if (cum > target) return i;
+  }
+  return last;
+}
+
+/* Processed logprobs from the list (sorted, weights e, mass z). */
+MS__PRIVATE void ms__chain_logprobs(ms__row *R, int32_t n, double z, int32_t pick, ms_output *out) {
+  ms__ws *w = R->w;
+  int32_t n_top = R->p->logprobs, i, m;
+  double logz = log(z);
+  out->logprob = pick >= 0 && w->e[pick] > 0.0f ? (float)(log((double)w->e[pick]) - logz) : -INFINITY;
+  out->rank = 1;
+  if (pick >= 0) for (i = 0; i < n && w->e[i] > w->e[pick]; i++) out->rank++;
+  m = n < n_top ? n : n_top;
+  for (i = 0; i < m; i++) {
+    w->tv[i] = w->e[i] > 0.0f ? (float)(log((double)w->e[i]) - logz) : -INFINITY;
+    w->ti[i] = w->ci[i];
+  }
+  ms__top_out(out, n_top, w->tv, w->ti, m);
+}
+
+/* Sampled token, probabilities and logprobs of a finished list. */
+MS__PRIVATE ms_result ms__chain_finish(ms__row *R, int32_t n, uint64_t seed, uint64_t pos, ms_output *out, float *probs,
+                                       float *p_sel) {
+  ms__ws *w = R->w;
+  double z;
+  int32_t i, pick = -1;
+  ms__chain C0;
+  memset(&C0, 0, sizeof C0);
+  C0.R = R; C0.n = n;
+  z = ms__chain_weights(&C0);
+  if (!(z > 0.0)) return MS_ERR_ALL_MASKED;
+  if (probs) {
+    memset(probs, 0, (size_t)R->V * 4);
+    for (i = 0; i < n; i++) probs[w->ci[i]] = (float)((double)w->e[i] / z);
+  }
+  if (out || p_sel) {
+    pick = n == 1 ? 0 : ms__chain_draw_index(w->e, n, z, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
+    if (pick < 0) return MS_ERR_ALL_MASKED;
+    if (p_sel) *p_sel = (float)((double)w->e[pick] / z);
+  }
+  if (out) {
+    out->token = w->ci[pick];
+    if (R->p->logprobs >= 0) {
+      if (R->p->logprobs_mode == MS_LOGPROBS_RAW) ms__logprobs_softmax(R, 1, 1.0f, out->token, out);
+      else ms__chain_logprobs(R, n, z, pick, out);
+    }
+  }
+  return MS_OK;
+}
+
+/* -- mirostat (llama_sampler_mirostat_apply / _v2_apply) --------------------------
+   Replaces the chain: logit bias, temperature, then mirostat picks the
+   token; mu moves by eta * (surprise - tau) and travels in out. */
+MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos, ms_output *out, float *probs) {
+  const ms_params *p = R->p;
+  ms__ws *w = R->w;
+  float mu = R->seq ? R->seq->mirostat_mu : NAN, T = p->temperature, p_sel = 1.0f;
+  int32_t n, i, V = R->V;
+  ms_result rc;
+  double z;
+  if (mu != mu) mu = 2.0f * p->mirostat_tau;
+  if (p->hook_stage == MS_HOOK_BEFORE_SAMPLING) {
+    rc = ms__row_hook(R);
+    if (rc != MS_OK) return rc;
+  }
+  rc = ms__row_max(R);
+  if (rc != MS_OK) return rc;
+  if (T <= 0.0f) {
+    /* temperature 0 leaves one finite entry: it is picked with p = 1 */
+    w->cv[0] = R->m; w->ci[0] = R->argmax;
+    rc = ms__chain_finish(R, 1, seed, pos, out, probs, &p_sel);
+  } else {
+    float s = 1.0f / T;
+    z = ms__row_exp_sum(R, R->m, s, w->e, NULL);
+    if (p->mirostat == 2) {
+      /* the prefix with surprise -log2(p) <= mu (at least one token) */
+      float cut = (float)(z * exp2(-(double)mu)) * (1.0f - 1e-5f);
+      int32_t c = R->K->compact_ge(w->e, V, NULL, cut > 0.0f ? cut : 1.40129846e-45f, w->ci, w->cv, V), j = 0;
+      if (c < 0) c = 0;
+      for (i = 0; i < c; i++) {
+        float pi = (float)((double)w->cv[i] / z);
+        if (-log2f(pi) <= mu) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
+      }
+      n = j;
+      if (n == 0) { n = 1; w->ci[0] = R->argmax; w->cv[0] = 1.0f; }
+      ms__sort_desc(w, w->cv, w->ci, n);
+    } else {
+      /* v1: estimate s_hat from the top 100 probabilities, then top-k */
+      ms__topk t;
+      int32_t m = 100, c, kk;
+      float sum_tb = 0.0f, sum_tt = 0.0f, s_hat, eps, k;
+      ms__topk_init(&t, m, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+      ms__scan_all(R->K, w->e, V, NULL, &t);
+      c = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
+      for (i = 0; i < m - 1 && i < V - 1 && i + 1 < c; i++) {
+        float t_i = logf((float)(i + 2) / (float)(i + 1));
+        float b_i = logf((float)((double)w->tv[i] / z) / (float)((double)w->tv[i + 1] / z));
+        sum_tb += t_i * b_i;
+        sum_tt += t_i * t_i;
+      }
+      s_hat = sum_tb / sum_tt;
+      eps = s_hat - 1.0f;
+      k = powf((eps * powf(2.0f, mu)) / (1.0f - powf((float)V, -eps)), 1.0f / s_hat);
+      kk = k >= 1.0f && k < (float)V ? (int32_t)k : (k >= (float)V ? V : 1); /* NaN: 1 */
+      ms__topk_init(&t, kk, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+      ms__scan_all(R->K, w->e, V, NULL, &t);
+      n = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+      if (n > kk) n = kk;
+    }
+    /* the list holds weights: back to logits of the tempered row */
+    for (i = 0; i < n; i++) w->cv[i] = (ms__eff(R, w->ci[i]) - R->m) * s;
+    ms__ties_by_id(w->cv, w->ci, n);
+    rc = ms__chain_finish(R, n, seed, pos, out, probs, &p_sel);
+  }
+  if (rc != MS_OK) return rc;
+  if (out) out->mirostat_mu = mu - p->mirostat_eta * (-log2f(p_sel) - p->mirostat_tau);
+  return MS_OK;
+}
+
+/* -- the chain ----------------------------------------------------------------- */
+/* The whole row of the llamacpp profile, after ms__row_build. */
+MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_output *out, float *probs) {
+  const ms_params *p = R->p;
+  ms__ws *w = R->w;
+  const char *order = p->samplers ? p->samplers : MS__CHAIN_DEFAULT, *st;
+  ms__chain C;
+  ms_result rc;
+  float cut = -FLT_MAX;
+  int32_t i;
+  memset(&C, 0, sizeof C);
+  C.R = R; C.order = order; C.seed = seed; C.pos = pos; C.size = R->V;
+  C.min_keep = p->min_tokens_to_keep > 0 ? p->min_tokens_to_keep : 0;
+  if (p->mirostat) return ms__chain_mirostat(R, seed, pos, out, probs);
+  /* penalties and DRY ahead of every truncation change single logits */
+  for (st = order; *st == 'e' || *st == 'd'; st++) {
+    rc = ms__chain_pointwise(R, *st);
+    if (rc != MS_OK) return rc;
+  }
+  if (p->hook_stage == MS_HOOK_BEFORE_SAMPLING) {
+    rc = ms__row_hook(R);
+    if (rc != MS_OK) return rc;
+  }
+  rc = ms__row_max(R);
+  if (rc != MS_OK) return rc;
+  {
+    /* temperature <= 0 keeps the maximum; when nothing before it can drop
+       the maximum (typical and XTC can) and nothing changes logits after
+       the first truncation, that is the argmax of this row */
+    const char *t = strchr(st, 't'), *q;
+    int greedy = t && p->temperature <= 0.0f && p->dynatemp_range <= 0.0f;
+    for (q = st; greedy && q < t; q++) {
+      if (*q == 'y' && p->typical_p < 1.0f) greedy = 0;
+      if (*q == 'x' && p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) greedy = 0;
+      if ((*q == 'e' && ms__chain_pen_on(R)) || (*q == 'd' && ms__chain_dry_on(R))) greedy = 0;
+    }
+    if (greedy) {
+      if (out) {
+        out->greedy = 1;
+        out->token = R->argmax;
+        if (p->logprobs >= 0) ms__logprobs_softmax(R, p->logprobs_mode == MS_LOGPROBS_RAW, 1.0f, R->argmax, out);
+      }
+      if (probs) { memset(probs, 0, (size_t)R->V * 4); probs[R->argmax] = 1.0f; }
+      return MS_OK;
+    }
+  }
+  /* the candidate list: top-n-sigma first cuts on the whole row; a top-k
+     right after it (or first) is the scan itself */
+  if (*st == 's') {
+    if (p->top_n_sigma > 0.0f && C.size > 1) cut = ms__sigma_cut_row(R);
+    st++;
+  }
+  if (*st == 'k' && p->top_k > 0 && p->top_k < R->V && p->top_k <= MS__HEAP_K_MAX) {
+    ms__topk t;
+    int32_t c, j = 0;
+    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+    rc = ms__scan_row(R, &t);
+    if (rc != MS_OK) return rc;
+    c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+    if (c > p->top_k) c = p->top_k;
+    for (i = 0; i < c; i++)
+      if (w->cv[i] >= cut && w->cv[i] != -INFINITY) { w->cv[j] = w->cv[i]; w->ci[j] = w->ci[i]; j++; }
+    C.n = j;
+    C.size = p->top_k;
+    ms__ties_by_id(w->cv, w->ci, C.n);
+    st++;
+  } else {
+    int32_t c = 0;
+    if (!R->sparse) c = R->K->compact_ge(R->x, R->V, R->enable, cut, w->ci, w->cv, R->V);
+    if (c < 0) c = 0;
+    for (i = 0; i < R->n_touched; i++) {
+      int32_t id = w->touched[i];
+      float v = w->ovr[id];
+      if (v >= cut && v != -INFINITY) { w->ci[c] = id; w->cv[c] = v; c++; }
+    }
+    C.n = c;
+    ms__chain_sort(&C);
+  }
+  for (; *st; st++) {
+    switch (*st) {
+      case 'e': case 'd':
+        rc = ms__chain_list_pointwise(&C, *st);
+        if (rc != MS_OK) return rc;
+        break;
+      case 's':
+        if (p->top_n_sigma > 0.0f && C.size > 1 && C.n > 0) {
+          float c2 = ms__sigma_cut(p->top_n_sigma, w->cv, C.n, w->cv[0]);
+          while (C.n > 0 && w->cv[C.n - 1] < c2) C.n--;
+        }
+        break;
+      case 'k': ms__chain_top_k(&C, p->top_k); break;
+      case 'y': ms__chain_typical(&C, p->typical_p); break;
+      case 'p': ms__chain_top_p(&C, p->top_p); break;
+      case 'm': ms__chain_min_p(&C, p->min_p); break;
+      case 'x': ms__chain_xtc(&C); break;
+      case 't': ms__chain_dynatemp(&C); break;
+      default: break;
+    }
+  }
+  if (C.n == 0) return MS_ERR_ALL_MASKED;
+  return ms__chain_finish(R, C.n, seed, pos, out, probs, NULL);
+}
