@@ -74,6 +74,87 @@ bad no_file "cannot open" $bin probs --logits $tmp/none.bin --vocab 10
 bad bias_range "logit_bias contain out-of-vocab" $bin probs --logits $tmp/l.bin --vocab 10 --logit-bias 12=1
 bad ids_syntax "invalid value for --banned-ids" $bin probs --logits $tmp/l.bin --vocab 10 --banned-ids 1,,2
 bad profile "invalid value for --profile" $bin probs --logits $tmp/l.bin --vocab 10 --profile nope
+# the sampler catalogue flags: each one parses its value (a bad one is the
+# CLI's own error, whatever the profile)
+for fl in --typical-p --top-n-sigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exponent \
+          --mirostat --mirostat-tau --mirostat-eta --mirostat-mu --dry-multiplier --dry-base --dry-allowed-length \
+          --dry-last-n --dry-breakers --penalty-last-n --budget --budget-start --budget-end; do
+  bad "syntax${fl}" "invalid value for $fl" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp $fl 1x
+done
+bad dry_breakers_syntax "invalid value for --dry-breakers" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --dry-breakers "1,,2"
+bad missing_value "invalid value for --samplers" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --samplers
+# ... and the library judges the values and whether the profile has the sampler
+bad mirostat_range "mirostat must be" $bin sample --logits $tmp/l.bin --vocab 10 --profile llamacpp --mirostat 3
+bad mirostat_range_any_order "mirostat must be" $bin sample --logits $tmp/l.bin --vocab 10 --mirostat 3 --profile llamacpp
+bad xtc_vllm "not supported by this profile" $bin probs --logits $tmp/l.bin --vocab 10 --xtc-probability 0.5
+bad xtc_vllm_names_it "XTC" $bin probs --logits $tmp/l.bin --vocab 10 --profile vllm --xtc-probability 0.5
+bad mirostat_hf "not supported by this profile" $bin sample --logits $tmp/l.bin --vocab 10 --profile hf --mirostat 2
+bad dry_sglang "not supported by this profile" $bin probs --logits $tmp/l.bin --vocab 10 --profile sglang --dry-multiplier 0.8
+bad typical_sglang "not supported by this profile" $bin probs --logits $tmp/l.bin --vocab 10 --profile sglang --typical-p 0.9
+bad top_n_sigma_hf "not supported by this profile" $bin probs --logits $tmp/l.bin --vocab 10 --profile hf --top-n-sigma 1
+bad penalty_last_n_vllm "not supported by this profile" $bin probs --logits $tmp/l.bin --vocab 10 --penalty-last-n 64
+bad samplers_vllm "not supported by this profile" $bin probs --logits $tmp/l.bin --vocab 10 --samplers kpt
+bad hf_typical_range "typical_p" $bin probs --logits $tmp/l.bin --vocab 10 --profile hf --typical-p 0
+bad samplers_letter "unknown sampler" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --samplers kpq
+bad dry_breaker_vocab "out-of-vocab" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --dry-multiplier 0.8 --dry-breakers "1,2;12"
+bad dry_allowed_length "dry_allowed_length" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --dry-allowed-length -1
+bad penalty_last_n_range "penalty_last_n" $bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --penalty-last-n -2
+bad budget_sequences "start and end sequences" $bin sample --logits $tmp/l.bin --vocab 10 --budget 2
+bad budget_vocab "out-of-vocab" $bin sample --logits $tmp/l.bin --vocab 10 --budget 2 --budget-start 1 --budget-end 12
+bad accept_probs "unknown flag" $bin probs --logits $tmp/l.bin --vocab 10 --accept
+# the profile's own defaults, wherever --profile stands
+x1=$($bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --top-k 3 2>&1)
+x2=$($bin probs --logits $tmp/l.bin --vocab 10 --top-k 3 --profile llamacpp 2>&1)
+check profile_flag_order '[ -n "$x1" ] && [ "$x1" = "$x2" ]'
+# llama.cpp's top-k keeps exactly k (row 1 ties 4 with 4 at the 3rd place)
+echo "$x1" > $tmp/k3.out
+check llamacpp_top_k_3 '[ "$(python3 -c "import json,sys; print([sum(1 for v in json.loads(l)[\"probs\"].values() if v > 0) for l in open(sys.argv[1])])" $tmp/k3.out)" = "[3, 3]" ]'
+# llama.cpp's default chain (ms_params_profile_default): top-k 40, top-p
+# 0.95 and min-p 0.05 on the untempered softmax, temperature 0.8 last
+$bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp > $tmp/ld.out 2> $tmp/err
+python3 - "$tmp/ld.out" > $tmp/py3.out <<'PY'
+import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+rows = [[0.1 * i for i in range(10)], [1, 2, 3, 4, 5, 5, 4, 3, 2, 1]]
+ok = len(lines) == 2
+for l, x in zip(lines, rows):
+    order = sorted(range(10), key=lambda i: -x[i])[:40]
+    z = sum(math.exp(x[i]) for i in order)
+    kept, cum = [], 0.0
+    for i in order:                     # top-p 0.95: stop once the mass reaches p
+        kept.append(i); cum += math.exp(x[i]) / z
+        if cum >= 0.95: break
+    kept = [i for i in kept if x[i] >= max(x) + math.log(0.05)]   # min-p 0.05
+    zt = sum(math.exp(x[i] / 0.8) for i in kept)                     # temperature last
+    want = {str(i): math.exp(x[i] / 0.8) / zt for i in kept}
+    got = l["probs"]
+    ok &= sorted(got) == sorted(want) and all(abs(got[k] - want[k]) < 1e-5 for k in want)
+print("ok" if ok else "bad")
+PY
+check llamacpp_default_chain 'grep -q "^ok$" $tmp/py3.out'
+# --accept: a generation over one row; the budget forces its end sequence
+# (start 1 in the prompt, budget 2, end 2,3; greedy picks 9 otherwise)
+u=$($bin sample --logits $tmp/l.bin --vocab 10 --rows 1 --temperature 0 --prompt-ids 1 --budget 2 --budget-start 1 --budget-end 2,3 --draws 5 --accept 2>&1)
+check budget_forces_end '[ "$(echo "$u" | python3 -c "import json,sys; l = json.load(sys.stdin); print(l[\"tokens\"], l[\"budget\"][\"state\"])")" = "[9, 9, 2, 3, 9] done" ]'
+u=$($bin sample --logits $tmp/l.bin --vocab 10 --rows 1 --temperature 0 --prompt-ids 1 --budget 2 --budget-start 1 --budget-end 2,3 --draws 5 2>&1)
+check budget_counting_without_accept '[ "$(echo "$u" | python3 -c "import json,sys; l = json.load(sys.stdin); print(l[\"tokens\"], l[\"budget\"][\"state\"], l[\"budget\"][\"remaining\"])")" = "[9, 9, 9, 9, 9] counting 2" ]'
+# mirostat 2 over 20 accepted draws: seeded, mu reported after each draw
+m1=$($bin sample --logits $tmp/l.bin --vocab 10 --profile llamacpp --mirostat 2 --seed 3 --draws 20 --accept 2>&1)
+m2=$($bin sample --logits $tmp/l.bin --vocab 10 --profile llamacpp --mirostat 2 --seed 3 --draws 20 --accept 2>&1)
+check mirostat_accept_seeded '[ -n "$m1" ] && [ "$m1" = "$m2" ]'
+echo "$m1" > $tmp/mu.out
+python3 - "$tmp/mu.out" > $tmp/py4.out <<'PY'
+import json, sys
+ok = True
+for line in open(sys.argv[1]):
+    l = json.loads(line)
+    mu = l.get("mirostat_mu", [])
+    # mu starts at 2 * tau = 10 and moves by eta * (tau - surprise) each step
+    ok &= len(mu) == 20 and all(-9999.0 < m < 100 for m in mu) and len(set(mu)) > 1
+print("ok" if ok else "bad")
+PY
+check mirostat_mu_carried 'grep -q "^ok$" $tmp/py4.out'
 $bin probs --help > $tmp/help 2>&1
 check help '[ $? = 0 ] && grep -q -- "--repetition-penalty" $tmp/help && grep -q -- "--mode raw|processed" $tmp/help'
+check help_catalogue '( for fl in --typical-p --top-n-sigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exponent --mirostat --mirostat-tau --mirostat-eta --dry-multiplier --dry-base --dry-allowed-length --dry-last-n --dry-breakers --penalty-last-n --samplers --budget --budget-start --budget-end --epsilon --eta --no-repeat-ngram --bad-words llamacpp; do grep -q -- "$fl" $tmp/help || exit 1; done )'
 exit 0

@@ -62,6 +62,76 @@ static const bench_cfg CONFIGS[] = {
 };
 #define N_CONFIGS ((int)(sizeof CONFIGS / sizeof CONFIGS[0]))
 
+/* The sampler catalogue (issue 6): each new sampler switched on alone on
+   top of a base configuration, timed interleaved with that base, so the
+   extra cost of the sampler reads in units of floor_softmax (target: at
+   most 1x). Bases: llama.cpp's default chain (ms_params_profile_default:
+   T 0.8 last, top-k 40, top-p 0.95, min-p 0.05), the same with top_k 0
+   (the filters then see the full row), and HF's defaults (top_k 50) with
+   and without top-k, for HF's typical warper. Every catalogue row runs over
+   the 1024-token history (512 prompt + 512 output ids). */
+typedef struct cat_base { const char *name; ms_profile profile; int top_k; /* -1 = the profile's default */ } cat_base;
+static const cat_base CAT_BASES[] = {
+  { "llamacpp",      MS_PROFILE_LLAMACPP, -1 },
+  { "llamacpp_full", MS_PROFILE_LLAMACPP, 0 },
+  { "hf",            MS_PROFILE_HF, -1 },
+  { "hf_full",       MS_PROFILE_HF, 0 },
+};
+#define N_CAT_BASES ((int)(sizeof CAT_BASES / sizeof CAT_BASES[0]))
+static const char *const CAT_SAMPLERS[] = {
+  "typical_0.9", "top_n_sigma_1", "xtc_1_0.1", "dynatemp_0.5", "mirostat_1", "mirostat_2", "dry_0.8", "penalties_64_1.1",
+};
+#define N_CAT_SAMPLERS ((int)(sizeof CAT_SAMPLERS / sizeof CAT_SAMPLERS[0]))
+
+/* Switches sampler `which` (an index of CAT_SAMPLERS) on in p; 0 when the
+   base's profile does not have it (HF: typical only). */
+static int cat_apply(ms_params *p, int which) {
+  if (p->profile == MS_PROFILE_HF && which != 0) return 0;
+  switch (which) {
+    case 0: p->typical_p = 0.9f; break;
+    case 1: p->top_n_sigma = 1.0f; break;
+    case 2: p->xtc_probability = 1.0f; p->xtc_threshold = 0.1f; break;
+    case 3: p->dynatemp_range = 0.5f; break;
+    case 4: p->mirostat = 1; break;
+    case 5: p->mirostat = 2; break;
+    case 6: p->dry_multiplier = 0.8f; break;
+    case 7: p->penalty_last_n = 64; p->repetition_penalty = 1.1f; break;
+    default: return 0;
+  }
+  return 1;
+}
+
+/* Times `var` (and `base` on alternate calls when non-NULL, so both see
+   the same machine state) over reps calls each; medians into *us_var and
+   *us_base. Returns the first failing result. */
+static ms_result cat_time(ms_sampler *s, const float *x, int32_t V, const ms_params *base, const ms_params *var,
+                          ms_seq *seq, int reps, double *t, double *us_base, double *us_var, double *sink) {
+  double *t2 = t + reps;
+  ms_output out;
+  ms_result rc;
+  int i;
+  memset(&out, 0, sizeof out);
+  if (base && (rc = ms_sample(s, x, V, base, seq, &out)) != MS_OK) return rc; /* warm-up */
+  if ((rc = ms_sample(s, x, V, var, seq, &out)) != MS_OK) return rc;
+  for (i = 0; i < reps; i++) {
+    double t0;
+    ms_seq_set_position(seq, (uint64_t)i);
+    if (base) {
+      t0 = now_us();
+      if ((rc = ms_sample(s, x, V, base, seq, &out)) != MS_OK) return rc;
+      t[i] = now_us() - t0;
+      *sink += out.token;
+    }
+    t0 = now_us();
+    if ((rc = ms_sample(s, x, V, var, seq, &out)) != MS_OK) return rc;
+    t2[i] = now_us() - t0;
+    *sink += out.token;
+  }
+  if (base) *us_base = median(t, reps);
+  *us_var = median(t2, reps);
+  return MS_OK;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
     "usage: mysample bench [--vocab V] [--sigma S] [--config NAME] [--threads T] [--reps N] [--no-naive] [--json]\n"
@@ -71,7 +141,15 @@ static void usage(FILE *f) {
     "  32000 128256 151936 262144, sigma 1 and 3, 101 repetitions (median).\n"
     "  Keys: config vocab sigma threads us_per_row floor_max_us floor_softmax_us\n"
     "  naive_us x_floor_max x_floor_softmax x_naive simd. The penalty history is\n"
-    "  1024 tokens drawn from a Zipf(1) law over the vocabulary (text-like repeats).\n");
+    "  1024 tokens drawn from a Zipf(1) law over the vocabulary (text-like repeats).\n"
+    "  Catalogue rows (\"group\": \"catalogue\"; on V = 128256, or on the --vocab\n"
+    "  given): bases llamacpp (llama.cpp's default chain), llamacpp_full (top_k 0),\n"
+    "  hf, hf_full; each sampler alone on top of a base (typical_0.9, top_n_sigma_1,\n"
+    "  xtc_1_0.1, dynatemp_0.5, mirostat_1, mirostat_2, dry_0.8, penalties_64_1.1;\n"
+    "  hf: typical only), timed interleaved with its base over the 1024-token\n"
+    "  history. Extra keys: base sampler profile base_us extra_x_floor_softmax\n"
+    "  (the sampler's cost over its base in floor_softmax units; target <= 1).\n"
+    "  --config catalogue runs them alone; --config BASE one base and its samplers.\n");
 }
 
 int ms_cli_bench(int argc, char **argv) {
@@ -102,7 +180,7 @@ int ms_cli_bench(int argc, char **argv) {
     ms_seq *seq = NULL;
     int32_t hist[1024];
     if (!x || !probs || !t) { fprintf(stderr, "mysample bench: out of memory\n"); return 1; }
-    memset(&d, 0, sizeof d); d.max_vocab = V; d.n_workers = 1;
+    memset(&d, 0, sizeof d); d.max_vocab = V; d.n_workers = 1; d.max_history = 2048;
     if (ms_sampler_create(&s, &d) != MS_OK) { fprintf(stderr, "mysample bench: sampler init failed\n"); return 1; }
     d.n_workers = threads; d.use_builtin_pool = 1;
     if (ms_sampler_create(&s2, &d) != MS_OK) { fprintf(stderr, "mysample bench: pool init failed\n"); return 1; }
@@ -208,6 +286,46 @@ int ms_cli_bench(int argc, char **argv) {
           printf("%-26s V=%-6d sigma=%g  %8.2f us/row on %d threads, %8.2f us/row on 1: %.2fx (a max pass over the same rows: %.2fx)\n",
                  name, (int)V, (double)sigmas[si], many / 64, threads, one / 64, one / many, floor1 / floor2);
         fflush(stdout);
+      }
+      for (ci = 0; ci < N_CAT_BASES && (V == 128256 || n_vocabs == 1); ci++) {
+        const cat_base *cb = &CAT_BASES[ci];
+        ms_params pb = ms_params_profile_default(cb->profile);
+        int w, want_all = !only || !strcmp(only, "catalogue") || !strcmp(only, cb->name);
+        double base_us = 0, us = 0;
+        ms_result res;
+        char name[96];
+        if (cb->top_k >= 0) pb.top_k = cb->top_k;
+        pb.seed = 1; pb.has_seed = 1;
+        for (w = -1; w < N_CAT_SAMPLERS; w++) {
+          ms_params pv = pb;
+          if (w >= 0 && !cat_apply(&pv, w)) continue;
+          if (w < 0) snprintf(name, sizeof name, "%s", cb->name);
+          else snprintf(name, sizeof name, "%s+%s", cb->name, CAT_SAMPLERS[w]);
+          if (!want_all && strcmp(only, name)) continue;
+          ms_seq_reset(seq, hist, 512, V, &pv, 0);
+          for (i = 512; i < 1024; i++) ms_seq_accept(seq, hist[i]);
+          res = cat_time(s, x, V, w < 0 ? NULL : &pb, &pv, seq, reps, t, &base_us, &us, &sink);
+          if (w < 0) base_us = us;
+          if (res != MS_OK) {
+            if (json)
+              printf("{\"group\": \"catalogue\", \"config\": \"%s\", \"base\": \"%s\", \"sampler\": \"%s\", \"profile\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": 1, \"error\": \"%s\"}\n",
+                     name, cb->name, w < 0 ? "none" : CAT_SAMPLERS[w], ms_profile_name(pv.profile), (int)V, (double)sigmas[si], ms_result_str(res));
+            else
+              printf("%-30s V=%-6d sigma=%g  failed: %s\n", name, (int)V, (double)sigmas[si], ms_result_str(res));
+            fflush(stdout);
+            continue;
+          }
+          if (json)
+            printf("{\"group\": \"catalogue\", \"config\": \"%s\", \"base\": \"%s\", \"sampler\": \"%s\", \"profile\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": 1, \"us_per_row\": %.2f, \"base_us\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"x_floor_max\": %.2f, \"x_floor_softmax\": %.2f, \"extra_x_floor_softmax\": %.3f, \"simd\": \"%s\"}\n",
+                   name, cb->name, w < 0 ? "none" : CAT_SAMPLERS[w], ms_profile_name(pv.profile), (int)V, (double)sigmas[si],
+                   us, base_us, fmax, fsm, us / fmax, us / fsm, (us - base_us) / fsm, ms_sampler_simd(s));
+          else if (w < 0)
+            printf("%-30s V=%-6d sigma=%g  %8.2f us/row  %5.2fx floor_softmax\n", name, (int)V, (double)sigmas[si], us, us / fsm);
+          else
+            printf("%-30s V=%-6d sigma=%g  %8.2f us/row  %5.2fx floor_softmax  %+6.2fx floor_softmax over %s (%.2f us)\n",
+                   name, (int)V, (double)sigmas[si], us, us / fsm, (us - base_us) / fsm, cb->name, base_us);
+          fflush(stdout);
+        }
       }
       if (sink == 12345.678) printf("#\n"); /* keep the work observable */
     }

@@ -13,10 +13,13 @@ typedef struct cli_opts {
   ms_params p;
   int32_t *prompt, n_prompt, *output, n_output;
   int32_t *allowed, *banned, *stops, *bad_ids, *bad_lens;
+  int32_t *dry_ids, *dry_lens, *budget_start, *budget_end;
   ms_bias *bias;
   uint64_t seed; int has_seed;
   uint64_t position;
   int32_t draws, top;
+  int accept;              /* sample: each draw is accepted into the sequence before the next */
+  float mirostat_mu; int has_mu;
 } cli_opts;
 
 static void usage(const char *cmd, FILE *f) {
@@ -27,11 +30,16 @@ static void usage(const char *cmd, FILE *f) {
     "Output: one JSON object per row per line:\n"
     "  probs     {\"row\": r, \"probs\": {\"<id>\": p, ...}}   the final distribution, p = 0 omitted\n"
     "  sample    {\"row\": r, \"seed\": s, \"tokens\": [...]}  N draws, draw i at output position P+i\n"
+    "            (+ \"mirostat_mu\": [...] with --mirostat, the mu after each draw;\n"
+    "             + \"budget\": {\"state\": ..., \"remaining\": n} with --budget, after the row)\n"
     "  logprobs  {\"row\": r, \"token\": t, \"logprob\": x, \"rank\": k, \"top\": [[id, logprob], ...]}\n"
     "\n"
-    "sampling flags (defaults: the OpenAI/vLLM defaults):\n"
-    "  --profile vllm|hf|sglang     semantics to follow (default vllm)\n"
-    "  --temperature T              0 = greedy (default 1)\n"
+    "sampling flags; unset ones take the profile's own defaults\n"
+    "(ms_params_profile_default: vllm and sglang the OpenAI defaults, hf top_k 50,\n"
+    "llamacpp temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty_last_n 64);\n"
+    "the order of the flags does not matter:\n"
+    "  --profile vllm|hf|sglang|llamacpp  semantics to follow (default vllm)\n"
+    "  --temperature T              0 = greedy (default 1; llamacpp 0.8, applied last)\n"
     "  --top-k K                    0 or -1 = off\n"
     "  --top-p P                    (0, 1], 1 = off\n"
     "  --min-p P                    [0, 1], 0 = off\n"
@@ -50,16 +58,43 @@ static void usage(const char *cmd, FILE *f) {
     "  --no-repeat-ngram N          (hf) ban the token that would repeat an n-gram of prompt + output\n"
     "  --epsilon E                  (hf) drop tokens with probability < E\n"
     "  --eta E                      (hf) drop p < min(E, sqrt(E) * exp(-entropy))\n"
-    "  --min-tokens-to-keep N       (hf) every warper keeps at least N tokens\n"
-    "  --exp-decay START,FACTOR     (hf) exponential length decay of the EOS logit\n"
+    "  --min-tokens-to-keep N       (hf, llamacpp) every truncation keeps at least N tokens\n"
+    "  --exp-decay START,FACTOR     (hf) exponential length decay of the EOS logit\n",
+    cmd, !strcmp(cmd, "sample") ? " [--seed S] [--position P] [--draws N] [--accept]" :
+          !strcmp(cmd, "logprobs") ? " --top N [--mode raw|processed] [--seed S]" : "");
+  fputs(
+    "  --typical-p P                (hf, llamacpp) locally typical sampling mass, 1 = off\n"
+    "  --top-n-sigma N              (llamacpp) keep logits >= max - N * stddev, <= 0 = off\n"
+    "  --xtc-probability P          (llamacpp) chance XTC runs on a token, 0 = off\n"
+    "  --xtc-threshold P            (llamacpp) XTC drops the tokens with p >= this but the least likely (0.1)\n"
+    "  --dynatemp-range R           (llamacpp) entropy-scaled temperature in [T - R, T + R], 0 = off\n"
+    "  --dynatemp-exponent X        (llamacpp) dynamic temperature exponent (1)\n"
+    "  --mirostat 0|1|2             (llamacpp) mirostat v1 or v2; replaces the chain (bias, temperature, mirostat)\n"
+    "  --mirostat-tau X             (llamacpp) target surprise (5)\n"
+    "  --mirostat-eta X             (llamacpp) learning rate (0.1)\n"
+    "  --mirostat-mu X              (llamacpp) the sequence's mu before the first draw (default 2 * tau)\n"
+    "  --dry-multiplier X           (llamacpp) DRY repetition penalty, 0 = off\n"
+    "  --dry-base X                 (llamacpp) DRY base (1.75)\n"
+    "  --dry-allowed-length N       (llamacpp) repeats longer than this are penalised (2)\n"
+    "  --dry-last-n N               (llamacpp) tokens of prompt + output DRY scans, -1 = all, 0 = off\n"
+    "  --dry-breakers \"1,2;3\"       (llamacpp) DRY sequence breakers as token-id sequences\n"
+    "  --penalty-last-n N           (llamacpp) penalties count the last N tokens of prompt + output, -1 = all, 0 = off\n"
+    "  --samplers LETTERS           (llamacpp) chain order in llama.cpp's letters (default edskypmxt:\n"
+    "                               e penalties, d DRY, s top-n-sigma, k top-k, y typical, p top-p,\n"
+    "                               m min-p, x XTC, t temperature); a stage left out does not run\n"
+    "  --budget N                   reasoning budget: after N tokens inside start..end, force the end sequence (-1 = off)\n"
+    "  --budget-start a,b,...       the budget's start sequence (e.g. the ids of <think>)\n"
+    "  --budget-end a,b,...         the budget's end sequence (e.g. the ids of </think>)\n"
     "  --seed S                     the draw seed (default: a fresh one, printed)\n"
     "  --position P                 output position of the first draw (default: number of output ids)\n"
     "  --draws N                    (sample) draws per row (default 1)\n"
+    "  --accept                     (sample) accept each draw into the sequence before the next, as a\n"
+    "                               generation does (penalties, DRY, mirostat's mu and the budget advance;\n"
+    "                               each row starts again from --prompt-ids / --output-ids)\n"
     "  --top N                      (logprobs) how many top logprobs (default 0)\n"
     "  --mode raw|processed         (logprobs) before any processing, or of the final distribution\n"
-    "Invalid flags or parameters exit with status 2 and the validation message.\n",
-    cmd, !strcmp(cmd, "sample") ? " [--seed S] [--position P] [--draws N]" :
-          !strcmp(cmd, "logprobs") ? " --top N [--mode raw|processed] [--seed S]" : "");
+    "A flag of another profile is refused with the profile's message (MS_ERR_UNSUPPORTED).\n"
+    "Invalid flags or parameters exit with status 2 and the validation message.\n", f);
 }
 
 static int parse_i64(const char *s, long long lo, long long hi, long long *out) {
@@ -118,57 +153,80 @@ static int bad_flag(const char *cmd, const char *flag, const char *val) {
   return 2;
 }
 
+/* "1,2;3" (sequences of ids, ';' between sequences) into the ids and the
+   lengths, fresh arrays. */
+static int parse_seqs(const char *s, int32_t **ids, int32_t **lens, int32_t *n_seqs) {
+  const char *q; int32_t cap = 2, n = 0, nw = 0, len = 0;
+  for (q = s; *q; q++) if (*q == ',' || *q == ';') cap++;
+  *ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap); *lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+  if (!*ids || !*lens) return 0;
+  for (q = s; ; ) {
+    char *end; long long id;
+    errno = 0; id = strtoll(q, &end, 10);
+    if (end == q || errno || id < -2147483647LL || id > 2147483647LL) return 0;
+    (*ids)[n++] = (int32_t)id; len++;
+    if (*end == ',') { q = end + 1; continue; }
+    (*lens)[nw++] = len; len = 0;
+    if (*end == ';') { q = end + 1; continue; }
+    if (*end) return 0;
+    break;
+  }
+  *n_seqs = nw; return 1;
+}
+
+/* Flags that take no value (everything else takes exactly one). */
+static int is_switch(const char *f) {
+  return !strcmp(f, "--help") || !strcmp(f, "-h") || !strcmp(f, "--accept");
+}
+
 static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
-  int i, pos_set = 0;
+  int i, pos_set = 0, profile = MS_PROFILE_VLLM;
   memset(o, 0, sizeof *o);
-  o->p = ms_params_default();
+  /* the profile first, wherever it stands: the other flags change its
+     defaults (ms_params_profile_default), so their order does not matter */
+  for (i = 1; i < argc; i++) {
+    if (is_switch(argv[i])) continue;
+    if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
+      profile = ms_profile_from_name(argv[i + 1]);
+      if (profile < 0) return bad_flag(cmd, argv[i], argv[i + 1]);
+    }
+    i++; /* skip the value */
+  }
+  o->p = ms_params_profile_default((ms_profile)profile);
   o->draws = 1;
   for (i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long long n;
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) { usage(cmd, stdout); return 1; }
 #define NEED_VALUE() do { if (!v) return bad_flag(cmd, f, v); i++; } while (0)
+#define FLOAT_FLAG(name, field) else if (!strcmp(f, name)) { NEED_VALUE(); if (!parse_float(v, &o->p.field)) return bad_flag(cmd, f, v); }
+#define INT_FLAG(name, field) else if (!strcmp(f, name)) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.field = (int32_t)n; }
     if (!strcmp(f, "--logits")) { NEED_VALUE(); o->logits_path = v; }
     else if (!strcmp(f, "--vocab")) { NEED_VALUE(); if (!parse_i64(v, 1, 1 << 28, &n)) return bad_flag(cmd, f, v); o->vocab = (int32_t)n; }
     else if (!strcmp(f, "--rows")) { NEED_VALUE(); if (!parse_i64(v, 1, 1 << 30, &n)) return bad_flag(cmd, f, v); o->rows = (int32_t)n; }
-    else if (!strcmp(f, "--profile")) { NEED_VALUE(); if (ms_profile_from_name(v) < 0) return bad_flag(cmd, f, v); o->p.profile = (ms_profile)ms_profile_from_name(v); }
-    else if (!strcmp(f, "--temperature")) { NEED_VALUE(); if (!parse_float(v, &o->p.temperature)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--top-k")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.top_k = (int32_t)n; }
-    else if (!strcmp(f, "--top-p")) { NEED_VALUE(); if (!parse_float(v, &o->p.top_p)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--min-p")) { NEED_VALUE(); if (!parse_float(v, &o->p.min_p)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--presence-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->p.presence_penalty)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--frequency-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->p.frequency_penalty)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--repetition-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->p.repetition_penalty)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--prompt-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->prompt, &o->n_prompt)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--output-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->output, &o->n_output)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--logit-bias")) { NEED_VALUE(); if (!parse_bias(v, &o->bias, &o->p.n_logit_bias)) return bad_flag(cmd, f, v); o->p.logit_bias = o->bias; }
-    else if (!strcmp(f, "--allowed-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->allowed, &o->p.n_allowed_ids)) return bad_flag(cmd, f, v); o->p.allowed_ids = o->allowed; }
-    else if (!strcmp(f, "--banned-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->banned, &o->p.n_banned_ids)) return bad_flag(cmd, f, v); o->p.banned_ids = o->banned; }
-    else if (!strcmp(f, "--stop-token-ids")) { NEED_VALUE(); if (!parse_ids(v, &o->stops, &o->p.n_stop_token_ids)) return bad_flag(cmd, f, v); o->p.stop_token_ids = o->stops; }
+    else if (!strcmp(f, "--profile")) { NEED_VALUE(); /* read by the first pass */ }
+    FLOAT_FLAG("--temperature", temperature)
+    INT_FLAG("--top-k", top_k)
+    FLOAT_FLAG("--top-p", top_p)
+    FLOAT_FLAG("--min-p", min_p)
+    FLOAT_FLAG("--presence-penalty", presence_penalty)
+    FLOAT_FLAG("--frequency-penalty", frequency_penalty)
+    FLOAT_FLAG("--repetition-penalty", repetition_penalty)
+    else if (!strcmp(f, "--prompt-ids")) { NEED_VALUE(); free(o->prompt); if (!parse_ids(v, &o->prompt, &o->n_prompt)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--output-ids")) { NEED_VALUE(); free(o->output); if (!parse_ids(v, &o->output, &o->n_output)) return bad_flag(cmd, f, v); }
+    else if (!strcmp(f, "--logit-bias")) { NEED_VALUE(); free(o->bias); if (!parse_bias(v, &o->bias, &o->p.n_logit_bias)) return bad_flag(cmd, f, v); o->p.logit_bias = o->bias; }
+    else if (!strcmp(f, "--allowed-ids")) { NEED_VALUE(); free(o->allowed); if (!parse_ids(v, &o->allowed, &o->p.n_allowed_ids)) return bad_flag(cmd, f, v); o->p.allowed_ids = o->allowed; }
+    else if (!strcmp(f, "--banned-ids")) { NEED_VALUE(); free(o->banned); if (!parse_ids(v, &o->banned, &o->p.n_banned_ids)) return bad_flag(cmd, f, v); o->p.banned_ids = o->banned; }
+    else if (!strcmp(f, "--stop-token-ids")) { NEED_VALUE(); free(o->stops); if (!parse_ids(v, &o->stops, &o->p.n_stop_token_ids)) return bad_flag(cmd, f, v); o->p.stop_token_ids = o->stops; }
     else if (!strcmp(f, "--bad-words")) {
-      /* "1,2;3" -> ids and lengths */
-      const char *q; int32_t cap = 2, n = 0, nw = 0, len = 0;
-      NEED_VALUE();
-      for (q = v; *q; q++) if (*q == ',' || *q == ';') cap++;
-      o->bad_ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap); o->bad_lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
-      if (!o->bad_ids || !o->bad_lens) return bad_flag(cmd, f, v);
-      for (q = v; ; ) {
-        char *end; long long id;
-        errno = 0; id = strtoll(q, &end, 10);
-        if (end == q || errno || id < -2147483647LL || id > 2147483647LL) return bad_flag(cmd, f, v);
-        o->bad_ids[n++] = (int32_t)id; len++;
-        if (*end == ',') { q = end + 1; continue; }
-        o->bad_lens[nw++] = len; len = 0;
-        if (*end == ';') { q = end + 1; continue; }
-        if (*end) return bad_flag(cmd, f, v);
-        break;
-      }
-      o->p.bad_words = o->bad_ids; o->p.bad_words_lens = o->bad_lens; o->p.n_bad_words = nw;
+      NEED_VALUE(); free(o->bad_ids); free(o->bad_lens);
+      if (!parse_seqs(v, &o->bad_ids, &o->bad_lens, &o->p.n_bad_words)) return bad_flag(cmd, f, v);
+      o->p.bad_words = o->bad_ids; o->p.bad_words_lens = o->bad_lens;
     }
-    else if (!strcmp(f, "--epsilon")) { NEED_VALUE(); if (!parse_float(v, &o->p.epsilon_cutoff)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--eta")) { NEED_VALUE(); if (!parse_float(v, &o->p.eta_cutoff)) return bad_flag(cmd, f, v); }
-    else if (!strcmp(f, "--min-tokens-to-keep")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.min_tokens_to_keep = (int32_t)n; }
-    else if (!strcmp(f, "--no-repeat-ngram")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.no_repeat_ngram_size = (int32_t)n; }
+    FLOAT_FLAG("--epsilon", epsilon_cutoff)
+    FLOAT_FLAG("--eta", eta_cutoff)
+    INT_FLAG("--min-tokens-to-keep", min_tokens_to_keep)
+    INT_FLAG("--no-repeat-ngram", no_repeat_ngram_size)
     else if (!strcmp(f, "--exp-decay")) {
       char *end; long long st;
       NEED_VALUE();
@@ -176,11 +234,38 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
       if (end == v || errno || *end != ',' || st < -1 || st > 2147483647LL || !parse_float(end + 1, &o->p.exp_decay_factor)) return bad_flag(cmd, f, v);
       o->p.exp_decay_start = (int32_t)st;
     }
-    else if (!strcmp(f, "--min-tokens")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.min_tokens = (int32_t)n; }
-    else if (!strcmp(f, "--eos-token-id")) { NEED_VALUE(); if (!parse_i64(v, -2147483647LL - 1, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->p.eos_token_id = (int32_t)n; }
+    /* the sampler catalogue: parsed as given; ms_params_validate judges the
+       values and whether the profile has the sampler */
+    FLOAT_FLAG("--typical-p", typical_p)
+    FLOAT_FLAG("--top-n-sigma", top_n_sigma)
+    FLOAT_FLAG("--xtc-probability", xtc_probability)
+    FLOAT_FLAG("--xtc-threshold", xtc_threshold)
+    FLOAT_FLAG("--dynatemp-range", dynatemp_range)
+    FLOAT_FLAG("--dynatemp-exponent", dynatemp_exponent)
+    INT_FLAG("--mirostat", mirostat)
+    FLOAT_FLAG("--mirostat-tau", mirostat_tau)
+    FLOAT_FLAG("--mirostat-eta", mirostat_eta)
+    else if (!strcmp(f, "--mirostat-mu")) { NEED_VALUE(); if (!parse_float(v, &o->mirostat_mu)) return bad_flag(cmd, f, v); o->has_mu = 1; }
+    FLOAT_FLAG("--dry-multiplier", dry_multiplier)
+    FLOAT_FLAG("--dry-base", dry_base)
+    INT_FLAG("--dry-allowed-length", dry_allowed_length)
+    INT_FLAG("--dry-last-n", dry_last_n)
+    else if (!strcmp(f, "--dry-breakers")) {
+      NEED_VALUE(); free(o->dry_ids); free(o->dry_lens);
+      if (!parse_seqs(v, &o->dry_ids, &o->dry_lens, &o->p.n_dry_breakers)) return bad_flag(cmd, f, v);
+      o->p.dry_breakers = o->dry_ids; o->p.dry_breakers_lens = o->dry_lens;
+    }
+    INT_FLAG("--penalty-last-n", penalty_last_n)
+    else if (!strcmp(f, "--samplers")) { NEED_VALUE(); o->p.samplers = v; }
+    INT_FLAG("--budget", budget_tokens)
+    else if (!strcmp(f, "--budget-start")) { NEED_VALUE(); free(o->budget_start); if (!parse_ids(v, &o->budget_start, &o->p.n_budget_start)) return bad_flag(cmd, f, v); o->p.budget_start = o->budget_start; }
+    else if (!strcmp(f, "--budget-end")) { NEED_VALUE(); free(o->budget_end); if (!parse_ids(v, &o->budget_end, &o->p.n_budget_end)) return bad_flag(cmd, f, v); o->p.budget_end = o->budget_end; }
+    INT_FLAG("--min-tokens", min_tokens)
+    INT_FLAG("--eos-token-id", eos_token_id)
     else if (!strcmp(f, "--seed")) { NEED_VALUE(); { char *end; errno = 0; o->seed = strtoull(v, &end, 10); if (errno || end == v || *end || *v == '-') return bad_flag(cmd, f, v); } o->has_seed = 1; }
     else if (!strcmp(f, "--position")) { NEED_VALUE(); if (!parse_i64(v, 0, (long long)1 << 62, &n)) return bad_flag(cmd, f, v); o->position = (uint64_t)n; pos_set = 1; }
     else if (!strcmp(f, "--draws") && !strcmp(cmd, "sample")) { NEED_VALUE(); if (!parse_i64(v, 1, 100000000, &n)) return bad_flag(cmd, f, v); o->draws = (int32_t)n; }
+    else if (!strcmp(f, "--accept") && !strcmp(cmd, "sample")) o->accept = 1;
     else if (!strcmp(f, "--top") && !strcmp(cmd, "logprobs")) { NEED_VALUE(); if (!parse_i64(v, 0, 1 << 20, &n)) return bad_flag(cmd, f, v); o->top = (int32_t)n; }
     else if (!strcmp(f, "--mode") && !strcmp(cmd, "logprobs")) {
       NEED_VALUE();
@@ -189,6 +274,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
       else return bad_flag(cmd, f, v);
     }
     else { fprintf(stderr, "mysample %s: unknown flag '%s' (see --help)\n", cmd, f); return 2; }
+#undef INT_FLAG
+#undef FLOAT_FLAG
 #undef NEED_VALUE
   }
   if (!o->logits_path) { fprintf(stderr, "mysample %s: --logits is required\n", cmd); return 2; }
@@ -211,39 +298,58 @@ static void put_float(float x) {
   fputs(buf, stdout);
 }
 
+static const char *budget_state_name(ms_budget_state st) {
+  return st == MS_BUDGET_COUNTING ? "counting" : st == MS_BUDGET_FORCING ? "forcing" : st == MS_BUDGET_DONE ? "done" : "idle";
+}
+
 int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   cli_opts o;
   FILE *f;
   long size;
-  float *row = NULL, *probs = NULL;
+  float *row = NULL, *probs = NULL, *mus = NULL;
   ms_sampler *s = NULL;
-  ms_seq *seq = NULL;
+  ms_seq *base = NULL, *seq = NULL;
   ms_sampler_desc d;
   ms_logprob *top = NULL;
   char msg[512];
-  int32_t r, i;
+  int32_t r, i, cap;
+  ms_result vr;
   int rc = parse_opts(cmd, argc, argv, &o);
   if (rc) return rc == 1 ? 0 : rc;
-  if (ms_params_validate(&o.p, o.vocab, msg, sizeof msg) != MS_OK) { fprintf(stderr, "mysample %s: %s\n", cmd, msg); return 2; }
+  if ((vr = ms_params_validate(&o.p, o.vocab, msg, sizeof msg)) != MS_OK) {
+    if (vr == MS_ERR_UNSUPPORTED) fprintf(stderr, "mysample %s: %s (%s)\n", cmd, msg, ms_result_str(vr));
+    else fprintf(stderr, "mysample %s: %s\n", cmd, msg);
+    return 2;
+  }
   f = fopen(o.logits_path, "rb");
   if (!f) { fprintf(stderr, "mysample %s: cannot open %s: %s\n", cmd, o.logits_path, strerror(errno)); return 2; }
   fseek(f, 0, SEEK_END); size = ftell(f); fseek(f, 0, SEEK_SET);
   if (size <= 0 || size % ((long)o.vocab * 4) != 0) { fprintf(stderr, "mysample %s: %s holds %ld bytes, not a whole number of %d-float rows\n", cmd, o.logits_path, size, (int)o.vocab); fclose(f); return 2; }
   if (!o.rows) o.rows = (int32_t)(size / ((long)o.vocab * 4));
   if ((long)o.rows * o.vocab * 4 > size) { fprintf(stderr, "mysample %s: --rows %d needs %ld bytes, the file has %ld\n", cmd, (int)o.rows, (long)o.rows * o.vocab * 4, size); fclose(f); return 2; }
+  /* the sequence holds the prompt, the output so far and, with --accept,
+     every draw of a row; DRY may scan all of it */
+  if ((long long)o.n_prompt + o.n_output + (o.accept ? o.draws : 0) + 1 > (1 << 28)) {
+    fprintf(stderr, "mysample %s: prompt + output + draws exceed %d tokens\n", cmd, 1 << 28); fclose(f); return 2;
+  }
+  cap = o.n_prompt + o.n_output + (o.accept ? o.draws : 0) + 1;
   row = (float *)malloc(sizeof(float) * (size_t)o.vocab);
   probs = (float *)malloc(sizeof(float) * (size_t)o.vocab);
   top = (ms_logprob *)malloc(sizeof(ms_logprob) * (size_t)(o.top > 0 ? o.top : 1));
-  memset(&d, 0, sizeof d); d.max_vocab = o.vocab;
-  if (!row || !probs || !top || ms_sampler_create(&s, &d) != MS_OK ||
-      ms_seq_create(&seq, o.n_prompt + o.n_output + 1) != MS_OK) { fprintf(stderr, "mysample %s: out of memory\n", cmd); fclose(f); return 1; }
-  if ((rc = ms_seq_reset(seq, o.prompt, o.n_prompt, o.vocab, &o.p, 0)) != MS_OK) { fprintf(stderr, "mysample %s: --prompt-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
+  if (o.p.mirostat) mus = (float *)malloc(sizeof(float) * (size_t)o.draws);
+  memset(&d, 0, sizeof d); d.max_vocab = o.vocab; d.max_history = cap;
+  if (!row || !probs || !top || (o.p.mirostat && !mus) || ms_sampler_create(&s, &d) != MS_OK ||
+      ms_seq_create(&base, cap) != MS_OK || ms_seq_create(&seq, cap) != MS_OK) { fprintf(stderr, "mysample %s: out of memory\n", cmd); fclose(f); return 1; }
+  if ((rc = ms_seq_reset(base, o.prompt, o.n_prompt, o.vocab, &o.p, 0)) != MS_OK) { fprintf(stderr, "mysample %s: --prompt-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
   for (i = 0; i < o.n_output; i++)
-    if ((rc = ms_seq_accept(seq, o.output[i])) != MS_OK) { fprintf(stderr, "mysample %s: --output-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
+    if ((rc = ms_seq_accept(base, o.output[i])) != MS_OK) { fprintf(stderr, "mysample %s: --output-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
+  if (o.has_mu) ms_seq_set_mirostat_mu(base, o.mirostat_mu);
   rc = 0;
   for (r = 0; r < o.rows && rc == 0; r++) {
     ms_result res;
     if (fread(row, 4, (size_t)o.vocab, f) != (size_t)o.vocab) { fprintf(stderr, "mysample %s: short read\n", cmd); rc = 1; break; }
+    /* every row starts from the same state (seed included) */
+    if (ms_seq_copy(seq, base) != MS_OK) { fprintf(stderr, "mysample %s: sequence copy failed\n", cmd); rc = 1; break; }
     if (!strcmp(cmd, "probs")) {
       int first = 1;
       res = ms_probs(s, row, o.vocab, &o.p, seq, probs);
@@ -259,8 +365,27 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
         res = ms_sample(s, row, o.vocab, &o.p, seq, &out);
         if (res != MS_OK) { printf("]}\n"); fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
         printf(i ? ", %d" : "%d", (int)out.token);
+        if (mus) mus[i] = out.mirostat_mu;
+        /* a generation step: the token joins the history; mirostat's mu
+           and the budget's state move with it */
+        if (o.accept && (res = ms_seq_accept_output(seq, &out)) != MS_OK) {
+          printf("]}\n"); fprintf(stderr, "mysample %s: row %d: accept: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break;
+        }
       }
-      if (rc == 0) printf("]}\n");
+      if (rc == 0) {
+        printf("]");
+        if (mus) {
+          printf(", \"mirostat_mu\": [");
+          for (i = 0; i < o.draws; i++) { if (i) printf(", "); put_float(mus[i]); }
+          printf("]");
+        }
+        if (o.p.budget_tokens >= 0) {
+          int32_t left = 0;
+          ms_budget_state st = ms_seq_budget_state(seq, &left);
+          printf(", \"budget\": {\"state\": \"%s\", \"remaining\": %d}", budget_state_name(st), (int)left);
+        }
+        printf("}\n");
+      }
     } else {
       ms_output out; memset(&out, 0, sizeof out);
       out.top = top; out.top_capacity = o.top;
@@ -275,9 +400,9 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
     }
   }
   fclose(f);
-  ms_seq_destroy(seq); ms_sampler_destroy(s);
-  free(row); free(probs); free(top);
+  ms_seq_destroy(seq); ms_seq_destroy(base); ms_sampler_destroy(s);
+  free(row); free(probs); free(top); free(mus);
   free(o.prompt); free(o.output); free(o.allowed); free(o.banned); free(o.stops); free(o.bias);
-  free(o.bad_ids); free(o.bad_lens);
+  free(o.bad_ids); free(o.bad_lens); free(o.dry_ids); free(o.dry_lens); free(o.budget_start); free(o.budget_end);
   return rc;
 }
