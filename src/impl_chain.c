@@ -17,6 +17,7 @@ typedef struct ms__chain {
   int32_t n;           /* finite candidates in cv/ci */
   int32_t size;        /* llama.cpp's array size (n plus -inf entries) */
   int32_t min_keep;
+  double z_extra;      /* weight (relative to the list's max) of entries a prefilter left out */
   uint64_t seed, pos;
 } ms__chain;
 
@@ -48,7 +49,7 @@ MS__PRIVATE void ms__chain_softmax(ms__chain *C, float *p) {
   int32_t i;
   float z;
   if (C->n == 0) return;
-  z = (float)C->R->K->exp_sum(w->cv, C->n, NULL, w->cv[0], 1.0f, p, NULL);
+  z = (float)(C->R->K->exp_sum(w->cv, C->n, NULL, w->cv[0], 1.0f, p, NULL) + C->z_extra);
   for (i = 0; i < C->n; i++) p[i] /= z;
 }
 
@@ -257,17 +258,24 @@ MS__PRIVATE float ms__sigma_cut(float n_sigma, const float *v, int32_t cnt, floa
 }
 
 /* The same over the effective row (top-n-sigma before any truncation):
-   compacts the finite values into ws->qs first. */
+   one vectorised moments pass (double sums of values shifted by the max,
+   where llama.cpp sums floats in order: the cut agrees to float rounding),
+   then the touched ids. */
 MS__PRIVATE float ms__sigma_cut_row(ms__row *R) {
   ms__ws *w = R->w;
-  int32_t c = 0, i;
-  if (!R->sparse) c = R->K->compact_ge(R->x, R->V, R->enable, -FLT_MAX, w->ki, w->qs, R->V);
-  if (c < 0) c = 0;
+  double mo[3] = { 0.0, 0.0, 0.0 }, mean, var;
+  int32_t i;
+  float c = R->m;
+  if (!R->sparse) R->K->moments(R->x, R->V, R->enable, c, mo);
   for (i = 0; i < R->n_touched; i++) {
     float v = w->ovr[w->touched[i]];
-    if (v != -INFINITY) w->qs[c++] = v;
+    if (v != -INFINITY) { double d = (double)v - (double)c; mo[0] += 1.0; mo[1] += d; mo[2] += d * d; }
   }
-  return ms__sigma_cut(R->p->top_n_sigma, w->qs, c, R->m);
+  if (mo[0] <= 0.0) return -FLT_MAX;
+  mean = mo[1] / mo[0];
+  var = mo[2] / mo[0] - mean * mean;
+  if (var < 0.0) var = 0.0;
+  return R->m - R->p->top_n_sigma * (float)sqrt(var);
 }
 
 /* -- the list stages ----------------------------------------------------------- */
@@ -289,8 +297,14 @@ MS__PRIVATE void ms__chain_typical(ms__chain *C, float mass) {
   (void)hi;
   if (mass >= 1.0f || n == 0) return;
   ms__chain_softmax(C, p);
-  for (i = 0; i < n; i++) if (p[i] > 0.0f) h += -p[i] * logf(p[i]);
-  for (i = 0; i < n; i++) sc[i] = p[i] > 0.0f ? fabsf(-logf(p[i]) - h) : INFINITY;
+  {
+    /* -ln p_i - H = E_p[l] - l_i: the scores need no log per token */
+    double el = 0.0, pz = 0.0;
+    for (i = 0; i < n; i++) { el += (double)p[i] * (double)w->cv[i]; pz += (double)p[i]; }
+    el /= pz;
+    for (i = 0; i < n; i++) sc[i] = p[i] > 0.0f ? (float)fabs(el - (double)w->cv[i]) : INFINITY;
+    (void)h;
+  }
   lo = 0;
   for (i = 1; i < n; i++) if (sc[i] < sc[lo]) lo = i;
   a = lo; b = lo; /* taken so far: [a, b) */
@@ -320,6 +334,7 @@ MS__PRIVATE void ms__chain_top_p(ms__chain *C, float top_p) {
   int32_t i;
   if (top_p >= 1.0f || C->n == 0) return;
   ms__chain_softmax(C, p);
+  C->z_extra = 0.0; /* a prefilter only ever leaves out what top-p drops */
   for (i = 0; i < C->n; i++) {
     cum += p[i];
     if (cum >= top_p && i + 1 >= C->min_keep) { C->n = i + 1; C->size = i + 1; return; }
@@ -479,24 +494,35 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
     rc = ms__chain_finish(R, 1, seed, pos, out, probs, &p_sel);
   } else {
     float s = 1.0f / T;
-    z = ms__row_exp_sum(R, R->m, s, w->e, NULL);
     if (p->mirostat == 2) {
-      /* the prefix with surprise -log2(p) <= mu (at least one token) */
-      float cut = (float)(z * exp2(-(double)mu)) * (1.0f - 1e-5f);
-      int32_t c = R->K->compact_ge(w->e, V, NULL, cut > 0.0f ? cut : 1.40129846e-45f, w->ci, w->cv, V), j = 0;
+      /* one exp pass for the normaliser; the candidates are then cut on
+         the logits themselves (no weights are written) */
+      z = ms__row_exp_sum(R, R->m, s, NULL, NULL);
+      /* the prefix with surprise -log2(p) <= mu (at least one token):
+         p >= 2^-mu, i.e. l >= m + T * (ln z - mu ln 2) */
+      float cut = R->m + T * (float)(log(z) - (double)mu * 0.69314718055994531);
+      int32_t c = 0, j = 0;
+      cut -= 1e-4f * (fabsf(cut) + 1.0f);
+      if (!R->sparse) c = R->K->compact_ge(R->x, V, R->enable, cut, w->ci, w->cv, V);
       if (c < 0) c = 0;
+      for (i = 0; i < R->n_touched; i++) {
+        int32_t id = w->touched[i];
+        if (w->ovr[id] >= cut && w->ovr[id] != -INFINITY) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
+      }
       for (i = 0; i < c; i++) {
-        float pi = (float)((double)w->cv[i] / z);
+        float pi = (float)((double)ms__expf((w->cv[i] - R->m) * s) / z);
         if (-log2f(pi) <= mu) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
       }
       n = j;
-      if (n == 0) { n = 1; w->ci[0] = R->argmax; w->cv[0] = 1.0f; }
+      if (n == 0) { n = 1; w->ci[0] = R->argmax; w->cv[0] = R->m; }
       ms__sort_desc(w, w->cv, w->ci, n);
     } else {
-      /* v1: estimate s_hat from the top 100 probabilities, then top-k */
+      /* v1: estimate s_hat from the top 100 probabilities (over every
+         entry, -inf ones included as p = 0, as llama.cpp), then top-k */
       ms__topk t;
       int32_t m = 100, c, kk;
       float sum_tb = 0.0f, sum_tt = 0.0f, s_hat, eps, k;
+      z = ms__row_exp_sum(R, R->m, s, w->e, NULL);
       ms__topk_init(&t, m, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
       ms__scan_all(R->K, w->e, V, NULL, &t);
       c = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
@@ -510,13 +536,15 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
       eps = s_hat - 1.0f;
       k = powf((eps * powf(2.0f, mu)) / (1.0f - powf((float)V, -eps)), 1.0f / s_hat);
       kk = k >= 1.0f && k < (float)V ? (int32_t)k : (k >= (float)V ? V : 1); /* NaN: 1 */
-      ms__topk_init(&t, kk, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+      ms__topk_init(&t, kk, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
       ms__scan_all(R->K, w->e, V, NULL, &t);
       n = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+      ms__ties_by_id(w->cv, w->ci, n);
       if (n > kk) n = kk;
+      for (i = 0; i < n; i++) w->cv[i] = ms__eff(R, w->ci[i]); /* weights back to logits */
     }
-    /* the list holds weights: back to logits of the tempered row */
-    for (i = 0; i < n; i++) w->cv[i] = (ms__eff(R, w->ci[i]) - R->m) * s;
+    /* the list holds logits of the row: temper them */
+    for (i = 0; i < n; i++) w->cv[i] = (w->cv[i] - R->m) * s;
     ms__ties_by_id(w->cv, w->ci, n);
     rc = ms__chain_finish(R, n, seed, pos, out, probs, &p_sel);
   }
@@ -526,6 +554,23 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
 }
 
 /* -- the chain ----------------------------------------------------------------- */
+/* Whether a list stage does anything with these params (disabled stages
+   are skipped when the list is planned). */
+MS__PRIVATE int ms__stage_on(const ms__row *R, char c) {
+  const ms_params *p = R->p;
+  switch (c) {
+    case 's': return p->top_n_sigma > 0.0f;
+    case 'k': return p->top_k > 0;
+    case 'y': return p->typical_p < 1.0f;
+    case 'p': return p->top_p < 1.0f;
+    case 'm': return p->min_p > 0.0f;
+    case 'x': return p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f;
+    case 'e': return ms__chain_pen_on(R);
+    case 'd': return ms__chain_dry_on(R);
+    default: return 1;
+  }
+}
+
 /* The whole row of the llamacpp profile, after ms__row_build. */
 MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_output *out, float *probs) {
   const ms_params *p = R->p;
@@ -573,26 +618,53 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
   }
   /* the candidate list: top-n-sigma first cuts on the whole row; a top-k
      right after it (or first) is the scan itself */
+  while (*st && *st != 't' && !ms__stage_on(R, *st)) st++;
   if (*st == 's') {
-    if (p->top_n_sigma > 0.0f && C.size > 1) cut = ms__sigma_cut_row(R);
+    if (C.size > 1) cut = ms__sigma_cut_row(R);
     st++;
+    while (*st && *st != 't' && !ms__stage_on(R, *st)) st++;
   }
   if (*st == 'k' && p->top_k > 0 && p->top_k < R->V && p->top_k <= MS__HEAP_K_MAX) {
     ms__topk t;
     int32_t c, j = 0;
-    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+    /* every tie at the k-th value comes back; the lower ids win */
+    ms__topk_init(&t, p->top_k, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
     rc = ms__scan_row(R, &t);
     if (rc != MS_OK) return rc;
     c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+    ms__ties_by_id(w->cv, w->ci, c);
     if (c > p->top_k) c = p->top_k;
     for (i = 0; i < c; i++)
       if (w->cv[i] >= cut && w->cv[i] != -INFINITY) { w->cv[j] = w->cv[i]; w->ci[j] = w->ci[i]; j++; }
     C.n = j;
     C.size = p->top_k;
-    ms__ties_by_id(w->cv, w->ci, C.n);
     st++;
   } else {
     int32_t c = 0;
+    double zin = 0.0, zall = 0.0;
+    int pre_p = 0;
+    /* a leading min-p or top-p only keeps logits above a cut: gather just
+       those (min-p: max + ln p; top-p: half the weight of the token where
+       the mass reaches p, from a selection over the row's weights; what
+       is left out still counts in top-p's softmax through z_extra) */
+    const char *q = st;
+    float cm = -FLT_MAX;
+    if (*q == 'p' && cut == -FLT_MAX && C.min_keep <= 1 && !R->sparse) {
+      double km;
+      float tp;
+      zall = ms__row_exp_sum(R, R->m, 1.0f, w->e, NULL);
+      tp = ms__select(w, R->K, w->e, R->V, 0, 1.40129846e-45f, (double)p->top_p * zall, zall, &km);
+      if (tp > 0.0f) { cm = R->m + logf(tp) - 0.7f; pre_p = 1; }
+      for (q++; *q && *q != 't' && !ms__stage_on(R, *q); q++) {}
+    }
+    if (*q == 'm' && C.min_keep <= 1) {
+      /* a min-p right after top-p cuts the same prefix further */
+      float cmp = R->m + logf(p->min_p);
+      cmp -= 1e-4f * (fabsf(cmp) + 1.0f);
+      if (cmp > R->m) cmp = R->m; /* min_p > 1 keeps the top token */
+      if (cmp > cm) cm = cmp;
+    }
+    if (cm > cut) cut = cm;
     if (!R->sparse) c = R->K->compact_ge(R->x, R->V, R->enable, cut, w->ci, w->cv, R->V);
     if (c < 0) c = 0;
     for (i = 0; i < R->n_touched; i++) {
@@ -602,6 +674,10 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
     }
     C.n = c;
     ms__chain_sort(&C);
+    if (pre_p && c > 0) {
+      zin = R->K->exp_sum(w->cv, c, NULL, w->cv[0], 1.0f, NULL, NULL);
+      C.z_extra = zall > zin ? zall - zin : 0.0;
+    }
   }
   for (; *st; st++) {
     switch (*st) {

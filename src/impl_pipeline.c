@@ -470,13 +470,11 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
           double z = 0.0, h = 0.0, cum = 0.0, lz, cutsc;
           float *sc = R->w->tv;
           int32_t lo = 0, a, b, q, at = -1;
-          for (j = 0; j < n; j++) z += (double)ce[j];
-          lz = log(z);
-          for (j = 0; j < n; j++) {
-            double lp = log((double)ce[j]) - lz;
-            if (ce[j] > 0.0f) h -= exp(lp) * lp;
-          }
-          for (j = 0; j < n; j++) sc[j] = ce[j] > 0.0f ? (float)fabs(-(log((double)ce[j]) - lz) - h) : INFINITY;
+          /* log p_j = (l_j - m) s - ln z, so -log p_j - H = E_p[(l - m) s] - (l_j - m) s:
+             no logarithm per token */
+          for (j = 0; j < n; j++) { z += (double)ce[j]; h += (double)ce[j] * (double)((cv[j] - k->m) * k->s); }
+          lz = h / z; /* the expected scaled logit */
+          for (j = 0; j < n; j++) sc[j] = ce[j] > 0.0f ? (float)fabs(lz - (double)((cv[j] - k->m) * k->s)) : INFINITY;
           for (j = 1; j < n; j++) if (sc[j] < sc[lo]) lo = j;
           a = lo; b = lo;
           for (q = 0; q < n; q++) {

@@ -122,6 +122,8 @@ typedef struct ms__kernels {
   /* the benchmark floors: a plain max pass and max + sum of exp */
   float (*floor_max)(const float *x, int32_t n);
   double (*floor_softmax)(const float *x, int32_t n);
+  /* count, sum and sum of squares of (x - c) over enabled finite lanes */
+  void (*moments)(const float *x, int32_t n, const uint32_t *enable, float c, double out[3]);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
