@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ms_result rv, rs, rp;
   char msg[256];
   if (!s) { ms_sampler_desc d; memset(&d, 0, sizeof d); d.max_vocab = 300; if (ms_sampler_create(&s, &d) != MS_OK) FAIL(); }
-  p.profile = (ms_profile)(take(&r, 1) % 3);          /* 2 = sglang: unsupported for now */
+  p.profile = (ms_profile)(take(&r, 1) % 4);
   p.temperature = take_float(&r);
   p.top_k = (int32_t)(take(&r, 2) % 400) - 2;
   p.top_p = take_float(&r);
@@ -69,6 +69,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (take(&r, 1) % 4 == 0) p.no_repeat_ngram_size = (int32_t)(take(&r, 1) % 5) - 1;
   if (take(&r, 1) % 4 == 0) { p.exp_decay_start = (int32_t)(take(&r, 1) % 5) - 1; p.exp_decay_factor = take_float(&r); }
   if (take(&r, 1) % 4 == 0) { p.epsilon_cutoff = take_float(&r) * 0.01f; p.eta_cutoff = take_float(&r) * 0.01f; p.min_tokens_to_keep = (int32_t)(take(&r, 1) % 5) - 1; }
+  if (take(&r, 1) % 3 == 0) {
+    /* the catalogue (llama.cpp samplers; refused by the other profiles) */
+    static const char *const orders[] = { NULL, "edskypmxt", "kpmt", "tkp", "pmk", "xt", "ykt", "dept", "", "smxyt" };
+    static int32_t br[6], brl[3];
+    p.typical_p = take_float(&r);
+    p.top_n_sigma = take_float(&r) * 0.5f;
+    p.xtc_probability = take_float(&r) * 0.1f; p.xtc_threshold = take_float(&r) * 0.1f;
+    p.dynatemp_range = take_float(&r) * 0.1f; p.dynatemp_exponent = take_float(&r) * 0.2f;
+    p.mirostat = (int32_t)(take(&r, 1) % 4) - (take(&r, 1) % 8 == 0);
+    p.mirostat_tau = take_float(&r); p.mirostat_eta = take_float(&r) * 0.1f;
+    p.dry_multiplier = take_float(&r) * 0.1f; p.dry_base = 1.0f + take_float(&r) * 0.1f;
+    p.dry_allowed_length = (int32_t)(take(&r, 1) % 5) - 1; p.dry_last_n = (int32_t)(take(&r, 1) % 40) - 2;
+    p.n_dry_breakers = (int32_t)(take(&r, 1) % 3);
+    {
+      int32_t at = 0, j;
+      for (i = 0; i < p.n_dry_breakers; i++) {
+        brl[i] = 1 + (int32_t)(take(&r, 1) % 2);
+        for (j = 0; j < brl[i]; j++) br[at++] = (int32_t)(take(&r, 2) % 305);
+      }
+    }
+    p.dry_breakers = br; p.dry_breakers_lens = brl;
+    p.penalty_last_n = (int32_t)(take(&r, 1) % 40) - 2;
+    p.samplers = orders[take(&r, 1) % 10];
+    p.min_tokens_to_keep = (int32_t)(take(&r, 1) % 4);
+  }
+  if (take(&r, 1) % 6 == 0) {
+    static int32_t bs[2], be[2];
+    bs[0] = (int32_t)(take(&r, 2) % (uint32_t)V); bs[1] = (int32_t)(take(&r, 2) % (uint32_t)V);
+    be[0] = (int32_t)(take(&r, 2) % (uint32_t)V); be[1] = (int32_t)(take(&r, 2) % (uint32_t)V);
+    p.budget_start = bs; p.n_budget_start = 1 + (int32_t)(take(&r, 1) % 2);
+    p.budget_end = be; p.n_budget_end = 1 + (int32_t)(take(&r, 1) % 2);
+    p.budget_tokens = (int32_t)(take(&r, 1) % 5) - 1;
+  }
   p.min_tokens = (int32_t)(take(&r, 1) % 8);
   p.eos_token_id = (int32_t)(take(&r, 2) % 302) - 1;
   p.n_stop_token_ids = (int32_t)(take(&r, 1) % 4);
