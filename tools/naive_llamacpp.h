@@ -50,8 +50,9 @@
      underflow): llama.cpp computes 0 * logf(0) = NaN, its entropy is NaN
      and its order unspecified; here 0 * log 0 = 0 and the shifted score of
      p = 0 is +inf (last);
-   - mirostat v1 when k overflows int (UB in int(k)) or is NaN: here k is
-     clamped to the size; and when the s_hat estimate sees p = 0;
+   - mirostat v1 when int(k) is UB: k NaN (two p = 0 ranks give 0/0;
+     here 1 token, what x86 does) or k >= 2^31 (here the size). One p = 0
+     rank is defined: b = +inf, s_hat = +inf, k = powf(inf, 0) = 1;
    - a softmax over entries that are all -inf (NaN upstream).
    Output probabilities are always a double softmax of the final array
    (dist's float weights / double sum agree to ~1e-7).
@@ -328,7 +329,8 @@ static void nlc_typical(nlc_arr *a, const nlc_in *in, nlc_out *o) {
   use = in->mode == NLC_F32 ? sf : se;
   keep = in->mode == NLC_F32 ? kf : ke;
   /* near: the two arithmetics disagree on the set, the running sum is
-     within 1e-6 of p at the cut, or the scores at the cut nearly tie */
+     within its float band of p at the cut, or the scores at the cut
+     nearly tie */
   {
     int differ = ke != kf;
     char *in_e = (char *)calloc((size_t)a->n, 1);
