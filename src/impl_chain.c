@@ -501,14 +501,9 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
       /* the prefix with surprise -log2(p) <= mu (at least one token):
          p >= 2^-mu, i.e. l >= m + T * (ln z - mu ln 2) */
       float cut = R->m + T * (float)(log(z) - (double)mu * 0.69314718055994531);
-      int32_t c = 0, j = 0;
+      int32_t c, j = 0;
       cut -= 1e-4f * (fabsf(cut) + 1.0f);
-      if (!R->sparse) c = R->K->compact_ge(R->x, V, R->enable, cut, w->ci, w->cv, V);
-      if (c < 0) c = 0;
-      for (i = 0; i < R->n_touched; i++) {
-        int32_t id = w->touched[i];
-        if (w->ovr[id] >= cut && w->ovr[id] != -INFINITY) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
-      }
+      c = ms__row_gather_ge(R, cut);
       for (i = 0; i < c; i++) {
         float pi = (float)((double)ms__expf((w->cv[i] - R->m) * s) / z);
         if (-log2f(pi) <= mu) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
@@ -665,13 +660,7 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
       if (cmp > cm) cm = cmp;
     }
     if (cm > cut) cut = cm;
-    if (!R->sparse) c = R->K->compact_ge(R->x, R->V, R->enable, cut, w->ci, w->cv, R->V);
-    if (c < 0) c = 0;
-    for (i = 0; i < R->n_touched; i++) {
-      int32_t id = w->touched[i];
-      float v = w->ovr[id];
-      if (v >= cut && v != -INFINITY) { w->ci[c] = id; w->cv[c] = v; c++; }
-    }
+    c = ms__row_gather_ge(R, cut);
     C.n = c;
     ms__chain_sort(&C);
     if (pre_p && c > 0) {

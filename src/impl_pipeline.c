@@ -397,6 +397,22 @@ MS__PRIVATE int32_t ms__row_count_gt(ms__row *R, float v) {
   return c;
 }
 
+/* Gathers the effective row's finite logits >= cut into ws->ci / ws->cv
+   (the raw lanes in one compact pass, then the touched ids); returns how
+   many. */
+MS__PRIVATE int32_t ms__row_gather_ge(ms__row *R, float cut) {
+  ms__ws *w = R->w;
+  int32_t c = 0, i;
+  if (!R->sparse) c = R->K->compact_ge(R->x, R->V, R->enable, cut, w->ci, w->cv, R->V);
+  if (c < 0) c = 0;
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = w->touched[i];
+    float v = w->ovr[id];
+    if (v >= cut && v != -INFINITY) { w->ci[c] = id; w->cv[c] = v; c++; }
+  }
+  return c;
+}
+
 /* -- the kept set ------------------------------------------------------------
    A random row ends as one of two shapes: a short list of candidates
    (cv/ci, sorted by descending value, the first n_kept kept; e = weights)
@@ -585,14 +601,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   if (typical) {
     /* typical keeps a band of the distribution, not a prefix: the list of
        every token with a weight, sorted, through the filters */
-    int32_t c = 0, i;
     float cut = R->m + (float)(-104.0) * (T > 0.0f ? T : 1.0f); /* exp underflows below this */
-    if (!R->sparse) c = R->K->compact_ge(R->x, V, R->enable, cut, w->ci, w->cv, V);
-    if (c < 0) c = 0;
-    for (i = 0; i < R->n_touched; i++) {
-      int32_t id = w->touched[i];
-      if (w->ovr[id] >= cut && w->ovr[id] != -INFINITY) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
-    }
+    int32_t c = ms__row_gather_ge(R, cut);
     ms__sort_desc(w, w->cv, w->ci, c);
     if (R->r->joint && p->top_p < 1.0f) k->z_full = ms__row_exp_sum(R, k->m, k->s, NULL, NULL);
     ms__filter_list(R, k, w->cv, w->e, c);
@@ -603,16 +613,9 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     /* min_p path: only tokens within T*ln(1/min_p) of the max can stay;
        gather them (the cut is loosened a hair, then checked exactly) */
     float cut = R->m + logf(p->min_p) * T;
-    int32_t c = 0, i, j;
+    int32_t c, i, j;
     cut -= 1e-4f * (fabsf(cut) + 1.0f);
-    if (!R->sparse) {
-      c = R->K->compact_ge(R->x, V, R->enable, cut, w->ci, w->cv, V);
-      if (c < 0) c = 0;
-    }
-    for (i = 0; i < R->n_touched; i++) {
-      int32_t id = w->touched[i];
-      if (w->ovr[id] >= cut) { w->ci[c] = id; w->cv[c] = w->ovr[id]; c++; }
-    }
+    c = ms__row_gather_ge(R, cut);
     /* exact min_p test on the weights (vectorised exp, then a filter
        that keeps the gathered order) */
     R->K->exp_sum(w->cv, c, NULL, k->m, k->s, w->e, NULL);
