@@ -319,6 +319,17 @@ MS__PRIVATE void ms__chain_typical(ms__chain *C, float mass) {
   }
   if (kept < 0) return; /* the sum never passed p: llama.cpp keeps everything */
   lo = a; hi = b;
+  if (lo > 0 && w->cv[lo - 1] == w->cv[lo]) {
+    /* the cut split a run of equal logits reached from below, whose ids
+       were taken from the highest; equal scores go lower id first, so the
+       kept part of the run takes the run's lowest ids (rotated in place) */
+    int32_t r0 = lo, r1 = lo, shift, j;
+    while (r0 > 0 && w->cv[r0 - 1] == w->cv[lo]) r0--;
+    while (r1 + 1 < hi && w->cv[r1 + 1] == w->cv[lo]) r1++;
+    shift = r1 - lo + 1; /* kept members of the run */
+    for (j = r0; j <= r1; j++) w->ti[j - r0] = w->ci[j];
+    for (j = 0; j <= r1 - r0; j++) w->ci[j < shift ? lo + j : r0 + j - shift] = w->ti[j];
+  }
   if (lo > 0) {
     memmove(w->cv, w->cv + lo, (size_t)(hi - lo) * 4);
     memmove(w->ci, w->ci + lo, (size_t)(hi - lo) * 4);
@@ -410,7 +421,8 @@ MS__PRIVATE void ms__chain_dynatemp(ms__chain *C) {
 MS__PRIVATE double ms__chain_weights(ms__chain *C) {
   ms__ws *w = C->R->w;
   if (C->n == 0) return 0.0;
-  return C->R->K->exp_sum(w->cv, C->n, NULL, w->cv[0], 1.0f, w->e, NULL);
+  /* relative to the list's maximum (a band's list is in id order) */
+  return C->R->K->exp_sum(w->cv, C->n, NULL, C->R->K->floor_max(w->cv, C->n), 1.0f, w->e, NULL);
 }
 
 /* Draws from list weights ws->e (mass z) in list order; returns the index. */
@@ -513,17 +525,26 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
       ms__sort_desc(w, w->cv, w->ci, n);
     } else {
       /* v1: estimate s_hat from the top 100 probabilities (over every
-         entry, -inf ones included as p = 0, as llama.cpp), then top-k */
+         entry, -inf ones included as p = 0, as llama.cpp), then top-k.
+         Both come from scans of the logits (the order of the weights);
+         one scan of the top 128 usually holds the top k as well. */
       ms__topk t;
-      int32_t m = 100, c, kk;
+      int32_t m = 100, c, kk, lim;
       float sum_tb = 0.0f, sum_tt = 0.0f, s_hat, eps, k;
-      z = ms__row_exp_sum(R, R->m, s, w->e, NULL);
-      ms__topk_init(&t, m, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
-      ms__scan_all(R->K, w->e, V, NULL, &t);
-      c = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
-      for (i = 0; i < m - 1 && i < V - 1 && i + 1 < c; i++) {
+      z = ms__row_exp_sum(R, R->m, s, NULL, NULL);
+      ms__topk_init(&t, 128, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
+      rc = ms__scan_row(R, &t);
+      if (rc != MS_OK) return rc;
+      c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+      ms__ties_by_id(w->cv, w->ci, c);
+      lim = m - 1 < V - 1 ? m - 1 : V - 1;
+      for (i = 0; i < lim; i++) {
+        /* p as llama.cpp's float softmax has it; past the finite entries
+           p = 0 (its log ratio is then infinite, as upstream) */
+        float p0 = i < c ? (float)((double)ms__expf((w->cv[i] - R->m) * s) / z) : 0.0f;
+        float p1 = i + 1 < c ? (float)((double)ms__expf((w->cv[i + 1] - R->m) * s) / z) : 0.0f;
         float t_i = logf((float)(i + 2) / (float)(i + 1));
-        float b_i = logf((float)((double)w->tv[i] / z) / (float)((double)w->tv[i + 1] / z));
+        float b_i = logf(p0 / p1);
         sum_tb += t_i * b_i;
         sum_tt += t_i * t_i;
       }
@@ -531,12 +552,15 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
       eps = s_hat - 1.0f;
       k = powf((eps * powf(2.0f, mu)) / (1.0f - powf((float)V, -eps)), 1.0f / s_hat);
       kk = k >= 1.0f && k < (float)V ? (int32_t)k : (k >= (float)V ? V : 1); /* NaN: 1 */
-      ms__topk_init(&t, kk, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
-      ms__scan_all(R->K, w->e, V, NULL, &t);
-      n = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
-      ms__ties_by_id(w->cv, w->ci, n);
-      if (n > kk) n = kk;
-      for (i = 0; i < n; i++) w->cv[i] = ms__eff(R, w->ci[i]); /* weights back to logits */
+      if (kk > c && c >= 128) {
+        /* the top k reaches past the first scan */
+        ms__topk_init(&t, kk, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
+        rc = ms__scan_row(R, &t);
+        if (rc != MS_OK) return rc;
+        c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
+        ms__ties_by_id(w->cv, w->ci, c);
+      }
+      n = c < kk ? c : kk;
     }
     /* the list holds logits of the row: temper them */
     for (i = 0; i < n; i++) w->cv[i] = (w->cv[i] - R->m) * s;
@@ -564,6 +588,61 @@ MS__PRIVATE int ms__stage_on(const ms__row *R, char c) {
     case 'd': return ms__chain_dry_on(R);
     default: return 1;
   }
+}
+
+/* The end of the chain over typical's band in ws->e (weights, zero where
+   dropped, kmass in all), for the stages in act (a subsequence of "pmt"),
+   in token-id order: see ms__chain_run. */
+MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, double kmass, uint64_t seed, uint64_t pos,
+                                            ms_output *out, float *probs) {
+  ms__row *R = C->R;
+  const ms_params *p = R->p;
+  ms__ws *w = R->w;
+  const float tiny = 1.40129846e-45f;
+  float tp = tiny;
+  double target = 0.0, above = 0.0, km;
+  int32_t c, i, j;
+  if (strchr(act, 'p')) {
+    target = (double)p->top_p * kmass;
+    tp = ms__select(w, R->K, w->e, R->V, 0, tiny, target, kmass, &km);
+    if (!(tp > tiny)) tp = tiny;
+  }
+  c = R->K->compact_ge(w->e, R->V, NULL, tp, w->ci, w->cv, R->V);
+  if (c < 0) c = 0;
+  if (tp > tiny) {
+    /* the shortest prefix of the sorted order reaching p: everything above
+       the threshold, then its ties in id order while the mass is short */
+    for (i = 0; i < c; i++) if (w->cv[i] > tp) above += (double)w->cv[i];
+    for (i = 0, j = 0; i < c; i++) {
+      if (w->cv[i] == tp) {
+        if (above >= target && j > 0) continue;
+        above += (double)tp;
+      }
+      w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++;
+    }
+    c = j;
+  }
+  for (i = 0; i < c; i++) w->cv[i] = ms__eff(R, w->ci[i]);
+  if (c > 0 && strchr(act, 'm')) {
+    float mx = R->K->floor_max(w->cv, c), cut = mx + logf(p->min_p);
+    if (cut > mx) cut = mx; /* min_p > 1: min-p still keeps one token, the first maximum */
+    for (i = 0, j = 0; i < c; i++) if (w->cv[i] >= cut && (cut < mx || j == 0)) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
+    c = j;
+  }
+  if (c == 0) return MS_ERR_ALL_MASKED;
+  if (strchr(act, 't')) {
+    if (p->temperature <= 0.0f) {
+      /* the first maximum of the sorted order: the lowest id among the maxima */
+      float mx = R->K->floor_max(w->cv, c);
+      for (i = 0; w->cv[i] != mx; i++) {}
+      w->cv[0] = w->cv[i]; w->ci[0] = w->ci[i];
+      c = 1;
+    } else {
+      C->n = c;
+      ms__chain_temp(C, p->temperature);
+    }
+  }
+  return ms__chain_finish(R, c, seed, pos, out, probs, NULL);
 }
 
 /* The whole row of the llamacpp profile, after ms__row_build. */
@@ -634,6 +713,56 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
     C.n = j;
     C.size = p->top_k;
     st++;
+  } else if (*st == 'y' && cut == -FLT_MAX && C.min_keep <= 1 && !R->sparse) {
+    /* typical on the whole row keeps a band, found by selection over the
+       weights (ms__typical_row, which zeroes what it drops); a top-p or
+       min-p right after it cuts that band by weight, and only what can
+       survive them is gathered and sorted. What typical kept but the
+       gather left out still counts in top-p's softmax (z_extra). */
+    const float tiny = 1.40129846e-45f;
+    double zall, kmass, km, lm = 0.0;
+    int32_t kcount, c;
+    float kmax, cw = tiny;
+    const char *q;
+    zall = ms__row_exp_sum(R, R->m, 1.0f, w->e, NULL);
+    ms__typical_row(R, w->e, R->m, 1.0f, zall, ms__row_wdot(R, w->e, tiny, R->m, 1.0f), p->typical_p, 0,
+                    &kmass, &kcount, &kmax);
+    C.size = kcount;
+    st++;
+    {
+      /* the band can be most of the row; when only top-p, min-p and a plain
+         temperature follow (llama.cpp's default order), they run on the
+         band in token-id order and nothing is sorted: top-p's threshold
+         comes from a selection over the weights (ties at it: the lower ids,
+         as the sorted prefix takes them), min-p compares logits with the
+         band's maximum, and the draw walks the kept tokens in id order */
+      char act[8];
+      int na = 0, unsorted;
+      for (q = st; *q && na < 7; q++) if (ms__stage_on(R, *q)) act[na++] = *q;
+      act[na] = 0;
+      unsorted = !*q && p->dynatemp_range <= 0.0f && (p->logprobs <= 0 || p->logprobs_mode == MS_LOGPROBS_RAW) &&
+                 (!strcmp(act, "") || !strcmp(act, "p") || !strcmp(act, "m") || !strcmp(act, "t") || !strcmp(act, "pm") ||
+                  !strcmp(act, "pt") || !strcmp(act, "mt") || !strcmp(act, "pmt"));
+      if (unsorted) return ms__chain_band_finish(&C, act, kmass, seed, pos, out, probs);
+    }
+    for (q = st; *q && *q != 't' && !ms__stage_on(R, *q); q++) {}
+    if (*q == 'p') {
+      float tp = ms__select(w, R->K, w->e, R->V, 0, tiny, (double)p->top_p * kmass, kmass, &km);
+      if (tp > 0.0f) cw = tp * 0.4965853f; /* half the weight (e^-0.7), as the row prefilter */
+      for (q++; *q && *q != 't' && !ms__stage_on(R, *q); q++) {}
+    }
+    if (*q == 'm') {
+      /* min-p is relative to the band's largest weight */
+      float cmw = kmax * p->min_p * (1.0f - 1e-4f);
+      if (cmw > kmax) cmw = kmax;
+      if (cmw > cw) cw = cmw;
+    }
+    c = R->K->compact_ge(w->e, R->V, NULL, cw, w->ci, w->cv, R->V);
+    if (c < 0) c = 0;
+    for (i = 0; i < c; i++) { lm += (double)w->cv[i]; w->cv[i] = ms__eff(R, w->ci[i]); }
+    C.n = c;
+    ms__chain_sort(&C);
+    if (c > 0 && kmass > lm) C.z_extra = (kmass - lm) / (double)ms__expf(w->cv[0] - R->m);
   } else {
     int32_t c = 0;
     double zin = 0.0, zall = 0.0;

@@ -413,6 +413,246 @@ MS__PRIVATE int32_t ms__row_gather_ge(ms__row *R, float cut) {
   return c;
 }
 
+/* Sum of e * (l - m) * s over the effective row where e >= t > 0 (touched
+   ids read their own value). */
+MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, float s) {
+  double y = 0.0;
+  int32_t i;
+  if (!R->sparse) y = R->K->wdot(e, R->x, R->V, R->enable, t, m, s);
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = R->w->touched[i];
+    if (e[id] >= t && e[id] > 0.0f) y += (double)e[id] * (double)((R->w->ovr[id] - m) * s);
+  }
+  return y;
+}
+/* -- typical on the full row --------------------------------------------------
+   Typical's score is |y - yc|, y = (l - m) * s a token's scaled logit and
+   yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
+   weights around ec = exp(yc): radius r keeps ec e^-r <= e <= ec e^r.
+   The band is found without sorting the row: the heavy weights (e >= z/2048,
+   at most 2048 of them) and a strided sample of the rest estimate r; two
+   gathers take the zones between radii [r_lo, r_hi] on each side (what lies
+   nearer the centre is summed, not kept); the zones are narrowed in cache
+   (8 radii per pass) to a few dozen tokens, which are sorted by exact score
+   and walked. A bracket that misses is widened; the last resort gathers
+   every weight, which is always right. */
+#define MS__TYP_PAD 1e-5f  /* zones are widened by this (relative), far above float error */
+#define MS__TYP_HEAVY 2048
+
+typedef struct ms__typ_zone {
+  float *v; int32_t *id; int32_t n; /* weights and their ids */
+  double w;                         /* their weight */
+} ms__typ_zone;
+
+/* Weight bounds of the radius range [rl, rh] on the light (A) and heavy (B)
+   side of the centre; rl this small counts as 0 (the sides then meet at ec
+   and must not overlap). */
+MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, float *ahi, float *blo, float *bhi) {
+  if (rl < 4.0 * MS__TYP_PAD) { *ahi = ec; *blo = nextafterf(ec, INFINITY); }
+  else { *ahi = (float)((double)ec * exp(-rl)) * (1.0f + MS__TYP_PAD); *blo = (float)((double)ec * exp(rl)) * (1.0f - MS__TYP_PAD); }
+  if (rh == INFINITY) { *alo = 1.40129846e-45f; *bhi = INFINITY; }
+  else { *alo = (float)((double)ec * exp(-rh)) * (1.0f - MS__TYP_PAD); *bhi = (float)((double)ec * exp(rh)) * (1.0f + MS__TYP_PAD); }
+}
+
+/* An estimate of [r_lo, r_hi] around the radius where the mass reaches
+   target (a wide margin for the sampled part's error). */
+MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, double z, double yc, double target, double *r_lo, double *r_hi) {
+  ms__ws *w = R->w;
+  const int32_t V = R->V;
+  float hcut = (float)(z / MS__TYP_HEAVY);
+  float *key = w->cv, *wt = w->qs;
+  int32_t *idx = w->ci, nh, n, i, S = MS__SAMPLE;
+  double heavy = 0.0, light = 0.0, var = 0.0, scale, cum, delta, step = (double)V / S;
+  nh = R->K->compact_ge(e, V, NULL, hcut, idx, wt, MS__TYP_HEAVY + 64);
+  if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
+  for (i = 0; i < nh; i++) heavy += (double)wt[i];
+  n = nh;
+  for (i = 0; i < S; i++) {
+    float x = e[(int32_t)(i * step)];
+    if (x > 0.0f && x < hcut) { wt[n++] = x; light += (double)x; }
+  }
+  /* the sampled light weights stand for all of them: z - heavy */
+  scale = light > 0.0 ? (z - heavy > 0.0 ? z - heavy : 0.0) / light : 0.0;
+  for (i = 0; i < n; i++) {
+    key[i] = (float)-fabs(log((double)wt[i]) - yc); /* descending -key = ascending key */
+    idx[i] = i;
+    if (i >= nh) { wt[i] = (float)((double)wt[i] * scale); var += (double)wt[i] * (double)wt[i]; }
+  }
+  ms__sort_desc(w, key, idx, n);
+  {
+    /* the sampled mass below a radius errs by about sqrt(f (1 - f) sum w^2)
+       (f: its share of the light mass): 4 sigma, plus the heavy cut's grain */
+    double f = target / z;
+    f = f < 0.05 ? 0.05 : (f > 0.95 ? 0.95 : f);
+    /* 1.5 sigma: a bracket that misses costs two passes to widen, a wide
+       one costs more narrowing than that */
+    delta = 1.5 * sqrt(var * f * (1.0 - f)) + 2.0 * (double)hcut;
+    if (target + delta > 0.5 * (target + z)) delta = 0.5 * (z - target);
+    if (target - delta < 0.5 * target) delta = 0.5 * target;
+  }
+  *r_lo = 0.0; *r_hi = INFINITY;
+  cum = 0.0;
+  for (i = 0; i < n; i++) {
+    double k = -(double)key[i], wi = (double)wt[idx[i]];
+    if (cum <= target - delta) *r_lo = k;
+    cum += wi;
+    if (cum >= target + delta) { *r_hi = k; break; }
+  }
+  *r_lo *= 0.999;
+  if (*r_hi != INFINITY) *r_hi = *r_hi * 1.001 + 1e-6;
+}
+
+/* Gathers zone members of [lo, hi] from v[0..n) (ids[] maps v's positions
+   to token ids, NULL: positions are ids) into out; returns W(v > hi). */
+MS__PRIVATE double ms__typ_gather(ms__row *R, const float *v, const int32_t *ids, int32_t n, float lo, float hi, ms__typ_zone *out) {
+  double above = 0.0;
+  int32_t c, i, *pos = (int32_t *)R->w->ka;
+  out->w = 0.0;
+  /* the row's zones are a few % of it: gather with a branch per vector;
+     slices of a zone are dense */
+  c = R->K->bracket(v, n, lo, hi, 0, ids != NULL, &above, &out->w, ids ? pos : out->id, out->v, n);
+  if (c < 0) c = 0; /* cap n: cannot happen */
+  if (ids) for (i = 0; i < c; i++) out->id[i] = ids[pos[i]];
+  out->n = c;
+  return above;
+}
+
+/* Typical on the full row of weights e (taking part: e > 0; the rest 0),
+   z their sum and ysum = sum e * y. p: the mass; hf: HF's rule (the cut is
+   the first position whose running mass reaches p, every score <= the
+   cut's stays), else llama.cpp's (the shortest prefix whose mass exceeds
+   p; equal scores: the likelier, then the lower id first). Zeroes what is
+   dropped; *kmass, *kcount, *kmax: weight, count, largest weight kept. */
+MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
+                                 double *kmass, int32_t *kcount, float *kmax) {
+  ms__ws *w = R->w;
+  const ms__kernels *K = R->K;
+  const int32_t V = R->V;
+  double yc = ysum / z, target = (double)p * z, r_lo = 0.0, r_hi = INFINITY, inner = 0.0, cum, r_max;
+  float ec = (float)exp(yc), alo, ahi, blo, bhi, lo_w, hi_w, mx;
+  ms__typ_zone A, B;
+  int32_t attempt, i, n, kept = 0, level;
+  int ok = 0;
+  A.v = w->tv; A.id = w->ti; B.v = w->xv; B.id = w->xi;
+  /* no score exceeds r_max: the top token has y = 0, the lightest
+     weight y >= ln(2^-149) */
+  r_max = (-yc > yc + 103.28 ? -yc : yc + 103.28) * 1.001 + 1e-6;
+  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, z, yc, target, &r_lo, &r_hi);
+  if (r_hi > r_max) r_hi = r_max;
+  for (attempt = 0; !ok; attempt++) {
+    double aboveA, aboveB;
+    if (attempt >= 3) { r_lo = 0.0; r_hi = INFINITY; }
+    ms__typ_bounds(ec, r_lo, r_hi, &alo, &ahi, &blo, &bhi);
+    aboveB = ms__typ_gather(R, e, NULL, V, blo, bhi, &B);
+    aboveA = ms__typ_gather(R, e, NULL, V, alo, ahi, &A);
+    inner = aboveA - B.w - aboveB; /* weights strictly between the zones */
+    if (inner < 0.0) inner = 0.0;  /* rounding */
+    /* a miss: the next bracket is the neighbouring range, twice as wide */
+    if (inner > target) {                                                   /* the crossing lies nearer */
+      double wd = r_hi == INFINITY ? r_lo : r_hi - r_lo;
+      r_hi = r_lo; r_lo = r_lo - 2.0 * wd > 0.0 ? r_lo - 2.0 * wd : 0.0;
+      continue;
+    }
+    if (inner + A.w + B.w < target && r_hi != INFINITY) {
+      double wd = r_hi - r_lo;
+      r_lo = r_hi; r_hi = r_hi + 2.0 * wd < r_max ? r_hi + 2.0 * wd : (r_hi < r_max ? r_max : INFINITY);
+      continue;
+    }
+    /* narrow in cache: 8 radii per pass over the zones */
+    for (level = 0; r_hi != INFINITY && A.n + B.n > 48 && level < 8; level++) {
+      float thA[8], thB[8];
+      double aA[8], aB[8], rk[8], nl, nh;
+      int32_t k;
+      for (k = 0; k < 8; k++) {
+        rk[k] = r_lo + (r_hi - r_lo) * (double)(k + 1) / 9.0;
+        thA[k] = (float)((double)ec * exp(-rk[k]));
+        thB[k] = (float)((double)ec * exp(rk[k]));
+      }
+      K->mass_above8(A.v, A.n, thA, 0, aA);
+      K->mass_above8(B.v, B.n, thB, 0, aB);
+      /* mass within radius rk: A's weights above thA, B's not above thB */
+      for (k = 0; k < 8 && inner + aA[k] + (B.w - aB[k]) < target; k++) {}
+      nl = k == 0 ? r_lo : rk[k - 1];
+      nh = k == 8 ? r_hi : rk[k];
+      if (nl == r_lo && nh == r_hi) break;
+      ms__typ_bounds(ec, nl, nh, &alo, &ahi, &blo, &bhi);
+      {
+        ms__typ_zone A2 = A, B2 = B;
+        double upA, upB, wB = B.w;
+        A2.v = A.v; A2.id = A.id; B2.v = B.v; B2.id = B.id;
+        upA = ms__typ_gather(R, A.v, A.id, A.n, alo, ahi, &A2);   /* in place: the gather never overtakes */
+        upB = ms__typ_gather(R, B.v, B.id, B.n, blo, bhi, &B2);
+        inner += upA + (wB - upB - B2.w);                          /* what moved inside the new zones */
+        A = A2; B = B2;
+      }
+      r_lo = nl; r_hi = nh;
+    }
+    /* exact scores of the zones, ascending; walk from the inner mass */
+    n = 0;
+    for (i = 0; i < B.n; i++) { w->ci[n] = B.id[i]; n++; }
+    for (i = 0; i < A.n; i++) { w->ci[n] = A.id[i]; n++; }
+    for (i = 0; i < n; i++) {
+      float y = (ms__eff(R, w->ci[i]) - m) * s;
+      w->cv[i] = (float)-fabs((double)y - yc);
+    }
+    ms__sort_desc(w, w->cv, w->ci, n);
+    if (!hf) {
+      /* equal scores: the likelier (larger y), then the lower id */
+      int32_t a = 0;
+      while (a < n) {
+        int32_t b = a + 1, u, q;
+        while (b < n && w->cv[b] == w->cv[a]) b++;
+        for (u = a + 1; u < b; u++) {
+          int32_t x = w->ci[u];
+          float ex = e[x];
+          for (q = u - 1; q >= a && (e[w->ci[q]] < ex || (e[w->ci[q]] == ex && w->ci[q] > x)); q--) w->ci[q + 1] = w->ci[q];
+          w->ci[q + 1] = x;
+        }
+        a = b;
+      }
+    }
+    cum = inner;
+    kept = -1;
+    for (i = 0; i < n; i++) {
+      cum += (double)e[w->ci[i]];
+      if (hf ? !(cum < target) : cum > target) {
+        kept = i + 1;
+        if (hf) while (kept < n && w->cv[kept] == w->cv[i]) kept++; /* every score <= the cut's */
+        break;
+      }
+    }
+    if (kept < 0) {
+      if (r_hi == INFINITY) { kept = n; ok = 1; }                      /* never reached: keep all */
+      else { double wd = r_hi - r_lo; r_lo = r_hi; r_hi = r_hi + 2.0 * wd < r_max ? r_hi + 2.0 * wd : (r_hi < r_max ? r_max : INFINITY); }
+      continue;
+    }
+    ok = 1;
+  }
+  /* the kept band: the inner interval plus the kept zone weights; zone
+     members inside it that were not kept are zeroed one by one */
+  if (ahi == ec) { lo_w = INFINITY; hi_w = 0.0f; } /* no inner interval */
+  else { lo_w = nextafterf(ahi, INFINITY); hi_w = nextafterf(blo, 0.0f); }
+  for (i = 0; i < kept; i++) {
+    float v = e[w->ci[i]];
+    if (v < lo_w) lo_w = v;
+    if (v > hi_w) hi_w = v;
+  }
+  K->band_keep(e, V, lo_w, hi_w, kmass, kcount, &mx);
+  {
+    int recount = 0;
+    for (i = kept; i < n; i++) {
+      int32_t id = w->ci[i];
+      float v = e[id];
+      if (v > 0.0f && v >= lo_w && v <= hi_w) {
+        e[id] = 0.0f; *kmass -= (double)v; (*kcount)--;
+        if (v == mx) recount = 1;
+      }
+    }
+    if (recount) mx = K->floor_max(e, V);
+  }
+  *kmax = mx;
+}
+
 /* -- the kept set ------------------------------------------------------------
    A random row ends as one of two shapes: a short list of candidates
    (cv/ci, sorted by descending value, the first n_kept kept; e = weights)
@@ -598,9 +838,9 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   rc = ms__row_max(R);
   if (rc != MS_OK) return rc;
   k->m = R->m;
-  if (typical) {
-    /* typical keeps a band of the distribution, not a prefix: the list of
-       every token with a weight, sorted, through the filters */
+  if (typical && mtk > 1) {
+    /* typical with min_tokens_to_keep (the first positions by score):
+       the list of every token with a weight, sorted, through the filters */
     float cut = R->m + (float)(-104.0) * (T > 0.0f ? T : 1.0f); /* exp underflows below this */
     int32_t c = ms__row_gather_ge(R, cut);
     ms__sort_desc(w, w->cv, w->ci, c);
@@ -657,6 +897,21 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             if (tk > t) { t = tk; kept_known = 0; }
           }
           break;
+        case MS__F_TYPICAL:
+          if (typical) {
+            /* on the current distribution: the weights below t leave first
+               (zeroed), then the band is selected and the rest zeroed */
+            double mass = kept_known ? kept : z, kmass;
+            int32_t kc;
+            float kx;
+            if (t > 1.40129846e-45f) R->K->band_keep(w->e, V, t, INFINITY, &mass, &kc, &kx);
+            if (mass > 0.0) {
+              ms__typical_row(R, w->e, k->m, k->s, mass, ms__row_wdot(R, w->e, t, k->m, k->s), p->typical_p, 1,
+                              &kmass, &kc, &kx);
+              kept = kmass; kept_known = 1;
+            }
+          }
+          break;
         case MS__F_TOP_P:
           if (p->top_p < 1.0f) {
             /* joint (SGLang): p of the whole row, whatever was cut before */
@@ -677,7 +932,6 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
          cut the current distribution, floored the same way */
       float v_mtk = 1.0f;
       double mass;
-      int32_t i;
       if (mtk > 1) {
         ms__topk tm;
         int32_t nm;
@@ -696,9 +950,9 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
         mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
         if (kind == MS__F_EPSILON) cut = (double)cutoff;
         else {
-          /* entropy of the survivors: ln Z - sum(e ln e) / Z (scalar for now) */
-          double se = 0.0, h;
-          for (i = 0; i < V; i++) if (w->e[i] >= t && w->e[i] > 0.0f) se += (double)w->e[i] * log((double)w->e[i]);
+          /* entropy of the survivors: ln Z - sum(e ln e) / Z, where ln e is
+             the scaled logit (one vector pass, no log per token) */
+          double se = ms__row_wdot(R, w->e, t > 1.40129846e-45f ? t : 1.40129846e-45f, k->m, k->s), h;
           h = log(mass) - se / mass;
           cut = (double)cutoff < sqrt((double)cutoff) * exp(-h) ? (double)cutoff : sqrt((double)cutoff) * exp(-h);
         }

@@ -124,6 +124,10 @@ typedef struct ms__kernels {
   double (*floor_softmax)(const float *x, int32_t n);
   /* count, sum and sum of squares of (x - c) over enabled finite lanes */
   void (*moments)(const float *x, int32_t n, const uint32_t *enable, float c, double out[3]);
+  /* sum of e * (x - m) * s over enabled lanes with e >= t > 0 */
+  double (*wdot)(const float *e, const float *x, int32_t n, const uint32_t *enable, float t, float m, float s);
+  /* zeroes e outside [lo, hi] in place; weight, count and max of the rest */
+  void (*band_keep)(float *e, int32_t n, float lo, float hi, double *mass, int32_t *count, float *maxv);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
