@@ -24,7 +24,7 @@ fuzz-core-run: $(CORE_FUZZ)
 	@for f in $(CORE_FUZZ); do \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$(basename $$f); \
 	  echo "== $$f for $(FUZZ_CORE_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_CORE_SECONDS) -max_len=8192 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) > $(BUILD)/fuzz/$$(basename $$f).log 2>&1; rc=$$?; \
+	  $$f -max_total_time=$(FUZZ_CORE_SECONDS) -timeout=20 -max_len=8192 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) > $(BUILD)/fuzz/$$(basename $$f).log 2>&1; rc=$$?; \
 	  grep -vE '^#[0-9]+' $(BUILD)/fuzz/$$(basename $$f).log | tail -40; \
 	  [ $$rc -eq 0 ] || exit 1; \
 	done

@@ -548,12 +548,13 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     inner = aboveA - B.w - aboveB; /* weights strictly between the zones */
     if (inner < 0.0) inner = 0.0;  /* rounding */
     /* a miss: the next bracket is the neighbouring range, twice as wide */
-    if (inner > target) {                                                   /* the crossing lies nearer */
+    if (attempt >= 3) {} /* the whole row: always decided below */
+    else if (inner > target && r_lo > 0.0) {                               /* the crossing lies nearer */
       double wd = r_hi == INFINITY ? r_lo : r_hi - r_lo;
       r_hi = r_lo; r_lo = r_lo - 2.0 * wd > 0.0 ? r_lo - 2.0 * wd : 0.0;
       continue;
     }
-    if (inner + A.w + B.w < target && r_hi != INFINITY) {
+    else if (inner + A.w + B.w < target && r_hi != INFINITY) {
       double wd = r_hi - r_lo;
       r_lo = r_hi; r_hi = r_hi + 2.0 * wd < r_max ? r_hi + 2.0 * wd : (r_hi < r_max ? r_max : INFINITY);
       continue;
@@ -622,7 +623,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
       }
     }
     if (kept < 0) {
-      if (r_hi == INFINITY) { kept = n; ok = 1; }                      /* never reached: keep all */
+      if (r_hi == INFINITY || attempt >= 3) { kept = n; ok = 1; }      /* never reached: keep all */
       else { double wd = r_hi - r_lo; r_lo = r_hi; r_hi = r_hi + 2.0 * wd < r_max ? r_hi + 2.0 * wd : (r_hi < r_max ? r_max : INFINITY); }
       continue;
     }
