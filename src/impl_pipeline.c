@@ -425,6 +425,7 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
   }
   return y;
 }
+
 /* -- typical on the full row --------------------------------------------------
    Typical's score is |y - yc|, y = (l - m) * s a token's scaled logit and
    yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
@@ -517,6 +518,14 @@ MS__PRIVATE double ms__typ_gather(ms__row *R, const float *v, const int32_t *ids
   return above;
 }
 
+/* A bracket the crossing lies beyond: the next range outward, twice as
+   wide, up to r_max, then unbounded. */
+MS__PRIVATE void ms__typ_widen_out(double *r_lo, double *r_hi, double r_max) {
+  double wd = *r_hi - *r_lo;
+  *r_lo = *r_hi;
+  *r_hi = *r_hi + 2.0 * wd < r_max ? *r_hi + 2.0 * wd : (*r_hi < r_max ? r_max : INFINITY);
+}
+
 /* Typical on the full row of weights e (taking part: e > 0; the rest 0),
    z their sum and ysum = sum e * y. p: the mass; hf: HF's rule (the cut is
    the first position whose running mass reaches p, every score <= the
@@ -555,8 +564,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
       continue;
     }
     else if (inner + A.w + B.w < target && r_hi != INFINITY) {
-      double wd = r_hi - r_lo;
-      r_lo = r_hi; r_hi = r_hi + 2.0 * wd < r_max ? r_hi + 2.0 * wd : (r_hi < r_max ? r_max : INFINITY);
+      ms__typ_widen_out(&r_lo, &r_hi, r_max);
       continue;
     }
     /* narrow in cache: 8 radii per pass over the zones */
@@ -578,9 +586,8 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
       if (nl == r_lo && nh == r_hi) break;
       ms__typ_bounds(ec, nl, nh, &alo, &ahi, &blo, &bhi);
       {
-        ms__typ_zone A2 = A, B2 = B;
+        ms__typ_zone A2 = A, B2 = B; /* the same buffers: gathered in place */
         double upA, upB, wB = B.w;
-        A2.v = A.v; A2.id = A.id; B2.v = B.v; B2.id = B.id;
         upA = ms__typ_gather(R, A.v, A.id, A.n, alo, ahi, &A2);   /* in place: the gather never overtakes */
         upB = ms__typ_gather(R, B.v, B.id, B.n, blo, bhi, &B2);
         inner += upA + (wB - upB - B2.w);                          /* what moved inside the new zones */
@@ -624,7 +631,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     }
     if (kept < 0) {
       if (r_hi == INFINITY || attempt >= 3) { kept = n; ok = 1; }      /* never reached: keep all */
-      else { double wd = r_hi - r_lo; r_lo = r_hi; r_hi = r_hi + 2.0 * wd < r_max ? r_hi + 2.0 * wd : (r_hi < r_max ? r_max : INFINITY); }
+      else ms__typ_widen_out(&r_lo, &r_hi, r_max);
       continue;
     }
     ok = 1;
