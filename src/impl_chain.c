@@ -483,6 +483,48 @@ MS__PRIVATE ms_result ms__chain_finish(ms__row *R, int32_t n, uint64_t seed, uin
   return MS_OK;
 }
 
+/* Mirostat v2's one pass over the row: the normaliser z of exp((l - m) s)
+   (returned), and on the way the candidates for its cut into ws->ci / cv
+   (*count of them). The cut l >= m + T (ln z - mu ln 2) needs z, so the
+   pass gathers against a lower bound of it: the first chunk's sum (that
+   chunk is gathered again from L1 against it), which with the top token's
+   weight of 1 puts the bound a few T below the final cut. The overlay's
+   ids count first and are gathered last, against the final cut. */
+#define MS__MIRO_FIRST 8192 /* a multiple of MS__BLOCK: the same block sums as one call */
+MS__PRIVATE double ms__mirostat2_pass(ms__row *R, float s, float T, float mu, int32_t *count) {
+  ms__ws *w = R->w;
+  const ms__kernels *K = R->K;
+  const float c0 = R->m - T * (float)((double)mu * 0.69314718055994531);
+  double z = 0.0;
+  int32_t i, c = 0, V = R->V;
+  float cut;
+  for (i = 0; i < R->n_touched; i++) z += (double)ms__expf((w->ovr[w->touched[i]] - R->m) * s);
+  if (!R->sparse) {
+    int32_t len = V < MS__MIRO_FIRST ? V : MS__MIRO_FIRST, got = 0;
+    z += K->exp_sum(R->x, len, R->enable, R->m, s, NULL, NULL);
+    cut = c0 + T * logf((float)(z > 1.0 ? z : 1.0)); /* the top token alone weighs 1 */
+    cut -= 1e-4f * (fabsf(cut) + 1.0f);
+    c = K->compact_ge(R->x, len, R->enable, cut, w->ci, w->cv, V);
+    if (c < 0) c = 0; /* cap V: cannot happen */
+    if (len < V) {
+      z += K->exp_sum_ge(R->x + len, V - len, R->enable ? R->enable + len / 32 : NULL, R->m, s, cut,
+                         w->ci + c, w->cv + c, V - c, &got);
+      if (got < 0) got = 0; /* cap: cannot happen */
+      for (i = 0; i < got; i++) w->ci[c + i] += len;
+      c += got;
+    }
+  }
+  cut = c0 + T * logf((float)(z > 1.0 ? z : 1.0));
+  cut -= 1e-4f * (fabsf(cut) + 1.0f);
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = w->touched[i];
+    float v = w->ovr[id];
+    if (v >= cut && v != -INFINITY) { w->ci[c] = id; w->cv[c] = v; c++; }
+  }
+  *count = c;
+  return z;
+}
+
 /* -- mirostat (llama_sampler_mirostat_apply / _v2_apply) --------------------------
    Replaces the chain: logit bias, temperature, then mirostat picks the
    token; mu moves by eta * (surprise - tau) and travels in out. */
@@ -507,17 +549,17 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
   } else {
     float s = 1.0f / T;
     if (p->mirostat == 2) {
-      /* one exp pass for the normaliser; the candidates are then cut on
-         the logits themselves (no weights are written) */
-      z = ms__row_exp_sum(R, R->m, s, NULL, NULL);
       /* the prefix with surprise -log2(p) <= mu (at least one token):
          p >= 2^-mu, i.e. l >= m + T * (ln z - mu ln 2) */
-      float cut = R->m + T * (float)(log(z) - (double)mu * 0.69314718055994531);
+      float cut;
       int32_t c, j = 0;
+      z = ms__mirostat2_pass(R, s, T, mu, &c);
+      cut = R->m + T * (float)(log(z) - (double)mu * 0.69314718055994531);
       cut -= 1e-4f * (fabsf(cut) + 1.0f);
-      c = ms__row_gather_ge(R, cut);
       for (i = 0; i < c; i++) {
-        float pi = (float)((double)ms__expf((w->cv[i] - R->m) * s) / z);
+        float pi;
+        if (w->cv[i] < cut) continue; /* gathered against a lower bound of z */
+        pi = (float)((double)ms__expf((w->cv[i] - R->m) * s) / z);
         if (-log2f(pi) <= mu) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
       }
       n = j;
@@ -529,18 +571,26 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
          Both come from scans of the logits (the order of the weights);
          one scan of the top 128 usually holds the top k as well. */
       ms__topk t;
-      int32_t m = 100, c, kk, lim;
+      int32_t m = 100, c, kk, lim, last;
       float sum_tb = 0.0f, sum_tt = 0.0f, s_hat, eps, k;
-      z = ms__row_exp_sum(R, R->m, s, NULL, NULL);
       ms__topk_init(&t, 128, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
       rc = ms__scan_row(R, &t);
       if (rc != MS_OK) return rc;
       c = ms__topk_finish(&t, w->cv, w->ci, w->ka, w->kb, w->ki);
       ms__ties_by_id(w->cv, w->ci, c);
       lim = m - 1 < V - 1 ? m - 1 : V - 1;
+      /* only ratios of probabilities enter s_hat: the normaliser z cancels
+         while every p stays a normal float (1 <= z <= V, so a weight
+         above 2^-124 V is one); a row whose top 100 reach lower pays the
+         exp pass for llama.cpp's p = 0 and subnormal cases */
+      last = lim < c - 1 ? lim : c - 1;
+      z = 1.0;
+      if (last >= 0 && (w->cv[last] - R->m) * s < -86.0f + logf((float)V))
+        z = ms__row_exp_sum(R, R->m, s, NULL, NULL);
       for (i = 0; i < lim; i++) {
-        /* p as llama.cpp's float softmax has it; past the finite entries
-           p = 0 (its log ratio is then infinite, as upstream) */
+        /* p as llama.cpp's float softmax has it (over z, or unnormalised
+           when z cancels); past the finite entries p = 0 (its log ratio
+           is then infinite, as upstream) */
         float p0 = i < c ? (float)((double)ms__expf((w->cv[i] - R->m) * s) / z) : 0.0f;
         float p1 = i + 1 < c ? (float)((double)ms__expf((w->cv[i + 1] - R->m) * s) / z) : 0.0f;
         float t_i = logf((float)(i + 2) / (float)(i + 1));
@@ -590,16 +640,66 @@ MS__PRIVATE int ms__stage_on(const ms__row *R, char c) {
   }
 }
 
+/* ms__chain_band_finish on the row itself when nothing is overlaid (no
+   touched ids): top-p keeps e >= tp unless a tie at tp is split (then the
+   list path must order it by id), min-p and the temperature apply to the
+   logits under that mask, and the draw walks block sums in id order, as
+   the list's draw does. Returns 0 when the list path must decide (ws->e
+   below tp may be zeroed by then, which that path never reads). */
+MS__PRIVATE int ms__chain_band_row(ms__chain *C, const char *act, float tp, float mx, float cut, uint64_t seed, uint64_t pos,
+                                   ms_output *out, float *probs, ms_result *rc) {
+  ms__row *R = C->R;
+  const ms_params *p = R->p;
+  const ms__kernels *K = R->K;
+  ms__ws *w = R->w;
+  double mass, z;
+  int32_t cnt, i;
+  float mxw, s = 1.0f;
+  ms__kept k;
+  K->band_keep(w->e, R->V, tp, INFINITY, &mass, &cnt, &mxw);
+  if (cnt == 0 || !(mxw > 0.0f)) return 0;
+  if (strchr(act, 'p') && cnt - K->count_gt(w->e, R->V, NULL, tp) > 1) return 0;
+  if (!(mx > -INFINITY)) {
+    /* the largest kept logit (no min-p computed it): among the largest
+       weights, with a margin for a weight and its logit disagreeing by an ulp */
+    int32_t n_top = K->compact_ge(w->e, R->V, NULL, mxw * (1.0f - 1e-5f), w->ci, w->cv, R->V);
+    for (i = 0; i < n_top; i++) if (R->x[w->ci[i]] > mx) mx = R->x[w->ci[i]];
+    if (!(mx > -INFINITY)) return 0;
+  }
+  if (strchr(act, 't')) s = 1.0f / p->temperature; /* T > 0 here */
+  z = K->exp_where(R->x, w->e, R->V, mx, s, cut, w->e, w->blocks);
+  *rc = MS_OK;
+  if (!(z > 0.0)) { *rc = MS_ERR_ALL_MASKED; return 1; }
+  memset(&k, 0, sizeof k);
+  k.mass = z; k.m = mx; k.s = s; k.materialized = 1; k.blocks_ready = 1;
+  if (probs) {
+    double inv = 1.0 / z;
+    memset(probs, 0, (size_t)R->V * 4);
+    for (i = 0; i < R->V; i++) if (w->e[i] > 0.0f) probs[i] = (float)((double)w->e[i] * inv);
+  }
+  if (out) {
+    int32_t tok = ms__draw(R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
+    if (tok < 0) { *rc = MS_ERR_ALL_MASKED; return 1; }
+    out->token = tok;
+    if (p->logprobs >= 0) ms__logprobs_softmax(R, 1, 1.0f, tok, out); /* raw mode only here */
+  }
+  return 1;
+}
+
 /* The end of the chain over typical's band in ws->e (weights, zero where
-   dropped, kmass in all), for the stages in act (a subsequence of "pmt"),
-   in token-id order: see ms__chain_run. */
-MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, double kmass, uint64_t seed, uint64_t pos,
-                                            ms_output *out, float *probs) {
+   dropped, kmass in all, kmax the largest), for the stages in act (a
+   subsequence of "pmt"), in token-id order: see ms__chain_run. Top-p's
+   threshold tp comes from a selection over the weights; min-p's cut on
+   the logits (the band's largest logit + ln min_p) is known before any
+   gather, so only what passes both is gathered, unless that is a large
+   part of the row, which is then masked instead (ms__chain_band_row). */
+MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, double kmass, float kmax, uint64_t seed,
+                                            uint64_t pos, ms_output *out, float *probs) {
   ms__row *R = C->R;
   const ms_params *p = R->p;
   ms__ws *w = R->w;
   const float tiny = 1.40129846e-45f;
-  float tp = tiny;
+  float tp = tiny, gcut, mx = -INFINITY, cut_m = -FLT_MAX;
   double target = 0.0, above = 0.0, km;
   int32_t c, i, j;
   if (strchr(act, 'p')) {
@@ -607,9 +707,33 @@ MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, doubl
     tp = ms__select(w, R->K, w->e, R->V, 0, tiny, target, kmass, &km);
     if (!(tp > tiny)) tp = tiny;
   }
-  c = R->K->compact_ge(w->e, R->V, NULL, tp, w->ci, w->cv, R->V);
+  gcut = tp;
+  if (strchr(act, 'm') && kmax > 0.0f) {
+    /* the band's largest logit: among its largest weights (a margin for a
+       weight and its logit disagreeing by an ulp); top-p keeps it */
+    int32_t n_top = R->K->compact_ge(w->e, R->V, NULL, kmax * (1.0f - 1e-5f), w->ci, w->cv, R->V);
+    float wm;
+    for (i = 0; i < n_top; i++) { float v = ms__eff(R, w->ci[i]); if (v > mx) mx = v; }
+    cut_m = mx + logf(p->min_p);
+    if (cut_m > mx) cut_m = mx; /* min_p > 1 keeps the first maximum: gather the maxima */
+    wm = ms__expf(cut_m - R->m) * (1.0f - 1e-5f);
+    if (wm > gcut) gcut = wm; /* what min-p drops is dropped whatever top-p's ties do */
+  }
+  if (R->n_touched == 0 && !R->sparse && (p->logprobs < 0 || p->logprobs_mode == MS_LOGPROBS_RAW) &&
+      !(strchr(act, 't') && p->temperature <= 0.0f) && !(strchr(act, 'm') && p->min_p > 1.0f)) {
+    /* a set of more than a few % of the row is cheaper to mask than to
+       gather: a strided sample of the weights tells */
+    int32_t hits = 0, S = 512;
+    double step = (double)R->V / S;
+    for (i = 0; i < S; i++) hits += w->e[(int32_t)(i * step)] >= gcut;
+    if (hits > S / 16) {
+      ms_result rc;
+      if (ms__chain_band_row(C, act, tp, mx, cut_m, seed, pos, out, probs, &rc)) return rc;
+    }
+  }
+  c = R->K->compact_ge(w->e, R->V, NULL, gcut, w->ci, w->cv, R->V);
   if (c < 0) c = 0;
-  if (tp > tiny) {
+  if (tp > tiny && gcut == tp) {
     /* the shortest prefix of the sorted order reaching p: everything above
        the threshold, then its ties in id order while the mass is short */
     for (i = 0; i < c; i++) if (w->cv[i] > tp) above += (double)w->cv[i];
@@ -743,7 +867,7 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
       unsorted = !*q && p->dynatemp_range <= 0.0f && (p->logprobs <= 0 || p->logprobs_mode == MS_LOGPROBS_RAW) &&
                  (!strcmp(act, "") || !strcmp(act, "p") || !strcmp(act, "m") || !strcmp(act, "t") || !strcmp(act, "pm") ||
                   !strcmp(act, "pt") || !strcmp(act, "mt") || !strcmp(act, "pmt"));
-      if (unsorted) return ms__chain_band_finish(&C, act, kmass, seed, pos, out, probs);
+      if (unsorted) return ms__chain_band_finish(&C, act, kmass, kmax, seed, pos, out, probs);
     }
     for (q = st; *q && *q != 't' && !ms__stage_on(R, *q); q++) {}
     if (*q == 'p') {

@@ -128,6 +128,13 @@ typedef struct ms__kernels {
   double (*wdot)(const float *e, const float *x, int32_t n, const uint32_t *enable, float t, float m, float s);
   /* zeroes e outside [lo, hi] in place; weight, count and max of the rest */
   void (*band_keep)(float *e, int32_t n, float lo, float hi, double *mass, int32_t *count, float *maxv);
+  /* exp_sum (no weights written) that also gathers the enabled lanes with
+     x >= cut; *count: how many, -1 past cap */
+  double (*exp_sum_ge)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float cut,
+                       int32_t *ids, float *vals, int32_t cap, int32_t *count);
+  /* weights exp((x - m) * s) where e > 0 and x >= cut into out (0
+     elsewhere; out may be e), per-block sums; returns their sum */
+  double (*exp_where)(const float *x, const float *e, int32_t n, float m, float s, float cut, float *out, float *blocks);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {

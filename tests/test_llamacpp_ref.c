@@ -366,6 +366,10 @@ static void gen_case(lcase *c, int kind, uint64_t case_seed) {
       c->p.temperature = PICK(float, 0.5f, 0.8f, 1.0f, 1.5f, 0.0f);
       if (kind == '1' && c->p.temperature == 0.0f) c->p.temperature = 0.7f;
       if (ri(2)) c->mu = (float)(0.5 + 14.5 * ru());
+      /* a wide row: the top 100 span more than the normal floats, so
+         llama.cpp's p reach 0 or subnormals (mirostat v1 then needs the
+         normaliser, not only ratios) */
+      if (ru() < 0.2) for (i = 0; i < c->V; i++) g_x[i] *= 40.0f;
     }
   } else if (kind == 'R') {
     int m, j;

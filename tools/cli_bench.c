@@ -80,13 +80,16 @@ static const cat_base CAT_BASES[] = {
 #define N_CAT_BASES ((int)(sizeof CAT_BASES / sizeof CAT_BASES[0]))
 static const char *const CAT_SAMPLERS[] = {
   "typical_0.9", "top_n_sigma_1", "xtc_1_0.1", "dynatemp_0.5", "mirostat_1", "mirostat_2", "dry_0.8", "penalties_64_1.1",
+  "epsilon_3e-4", "eta_3e-4",
 };
 #define N_CAT_SAMPLERS ((int)(sizeof CAT_SAMPLERS / sizeof CAT_SAMPLERS[0]))
 
 /* Switches sampler `which` (an index of CAT_SAMPLERS) on in p; 0 when the
-   base's profile does not have it (HF: typical only). */
+   base's profile does not have it (HF: typical, epsilon and eta only;
+   epsilon and eta are HF's alone). */
 static int cat_apply(ms_params *p, int which) {
-  if (p->profile == MS_PROFILE_HF && which != 0) return 0;
+  int hf_only = which == 8 || which == 9;
+  if (p->profile == MS_PROFILE_HF ? which != 0 && !hf_only : hf_only) return 0;
   switch (which) {
     case 0: p->typical_p = 0.9f; break;
     case 1: p->top_n_sigma = 1.0f; break;
@@ -96,6 +99,8 @@ static int cat_apply(ms_params *p, int which) {
     case 5: p->mirostat = 2; break;
     case 6: p->dry_multiplier = 0.8f; break;
     case 7: p->penalty_last_n = 64; p->repetition_penalty = 1.1f; break;
+    case 8: p->epsilon_cutoff = 3e-4f; break;
+    case 9: p->eta_cutoff = 3e-4f; break;
     default: return 0;
   }
   return 1;
@@ -146,7 +151,7 @@ static void usage(FILE *f) {
     "  given): bases llamacpp (llama.cpp's default chain), llamacpp_full (top_k 0),\n"
     "  hf, hf_full; each sampler alone on top of a base (typical_0.9, top_n_sigma_1,\n"
     "  xtc_1_0.1, dynatemp_0.5, mirostat_1, mirostat_2, dry_0.8, penalties_64_1.1;\n"
-    "  hf: typical only), timed interleaved with its base over the 1024-token\n"
+    "  hf: typical_0.9, epsilon_3e-4, eta_3e-4), timed interleaved with its base over the 1024-token\n"
     "  history. Extra keys: base sampler profile base_us extra_x_floor_softmax\n"
     "  (the sampler's cost over its base in floor_softmax units; target <= 1).\n"
     "  --config catalogue runs them alone; --config BASE one base and its samplers.\n");
