@@ -491,6 +491,10 @@ MS__PRIVATE ms_result ms__chain_finish(ms__row *R, int32_t n, uint64_t seed, uin
    weight of 1 puts the bound a few T below the final cut. The overlay's
    ids count first and are gathered last, against the final cut. */
 #define MS__MIRO_FIRST 8192 /* a multiple of MS__BLOCK: the same block sums as one call */
+MS__PRIVATE float ms__mirostat2_bound(float c0, float T, double z) {
+  float cut = c0 + T * logf((float)(z > 1.0 ? z : 1.0)); /* the top token alone weighs 1 */
+  return cut - 1e-4f * (fabsf(cut) + 1.0f);
+}
 MS__PRIVATE double ms__mirostat2_pass(ms__row *R, float s, float T, float mu, int32_t *count) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
@@ -502,8 +506,7 @@ MS__PRIVATE double ms__mirostat2_pass(ms__row *R, float s, float T, float mu, in
   if (!R->sparse) {
     int32_t len = V < MS__MIRO_FIRST ? V : MS__MIRO_FIRST, got = 0;
     z += K->exp_sum(R->x, len, R->enable, R->m, s, NULL, NULL);
-    cut = c0 + T * logf((float)(z > 1.0 ? z : 1.0)); /* the top token alone weighs 1 */
-    cut -= 1e-4f * (fabsf(cut) + 1.0f);
+    cut = ms__mirostat2_bound(c0, T, z);
     c = K->compact_ge(R->x, len, R->enable, cut, w->ci, w->cv, V);
     if (c < 0) c = 0; /* cap V: cannot happen */
     if (len < V) {
@@ -514,8 +517,7 @@ MS__PRIVATE double ms__mirostat2_pass(ms__row *R, float s, float T, float mu, in
       c += got;
     }
   }
-  cut = c0 + T * logf((float)(z > 1.0 ? z : 1.0));
-  cut -= 1e-4f * (fabsf(cut) + 1.0f);
+  cut = ms__mirostat2_bound(c0, T, z);
   for (i = 0; i < R->n_touched; i++) {
     int32_t id = w->touched[i];
     float v = w->ovr[id];
@@ -640,6 +642,17 @@ MS__PRIVATE int ms__stage_on(const ms__row *R, char c) {
   }
 }
 
+/* The largest logit among the weights of ws->e near their maximum wmax
+   (a margin for a weight and its logit disagreeing by an ulp): the
+   largest logit of a band, which top-p keeps. -inf when none. */
+MS__PRIVATE float ms__band_top_logit(ms__row *R, float wmax) {
+  ms__ws *w = R->w;
+  float mx = -INFINITY;
+  int32_t i, n = R->K->compact_ge(w->e, R->V, NULL, wmax * (1.0f - 1e-5f), w->ci, w->cv, R->V);
+  for (i = 0; i < n; i++) { float v = ms__eff(R, w->ci[i]); if (v > mx) mx = v; }
+  return mx;
+}
+
 /* ms__chain_band_finish on the row itself when nothing is overlaid (no
    touched ids): top-p keeps e >= tp unless a tie at tp is split (then the
    list path must order it by id), min-p and the temperature apply to the
@@ -659,13 +672,8 @@ MS__PRIVATE int ms__chain_band_row(ms__chain *C, const char *act, float tp, floa
   K->band_keep(w->e, R->V, tp, INFINITY, &mass, &cnt, &mxw);
   if (cnt == 0 || !(mxw > 0.0f)) return 0;
   if (strchr(act, 'p') && cnt - K->count_gt(w->e, R->V, NULL, tp) > 1) return 0;
-  if (!(mx > -INFINITY)) {
-    /* the largest kept logit (no min-p computed it): among the largest
-       weights, with a margin for a weight and its logit disagreeing by an ulp */
-    int32_t n_top = K->compact_ge(w->e, R->V, NULL, mxw * (1.0f - 1e-5f), w->ci, w->cv, R->V);
-    for (i = 0; i < n_top; i++) if (R->x[w->ci[i]] > mx) mx = R->x[w->ci[i]];
-    if (!(mx > -INFINITY)) return 0;
-  }
+  if (!(mx > -INFINITY)) mx = ms__band_top_logit(R, mxw); /* no min-p computed it */
+  if (!(mx > -INFINITY)) return 0;
   if (strchr(act, 't')) s = 1.0f / p->temperature; /* T > 0 here */
   z = K->exp_where(R->x, w->e, R->V, mx, s, cut, w->e, w->blocks);
   *rc = MS_OK;
@@ -709,11 +717,8 @@ MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, doubl
   }
   gcut = tp;
   if (strchr(act, 'm') && kmax > 0.0f) {
-    /* the band's largest logit: among its largest weights (a margin for a
-       weight and its logit disagreeing by an ulp); top-p keeps it */
-    int32_t n_top = R->K->compact_ge(w->e, R->V, NULL, kmax * (1.0f - 1e-5f), w->ci, w->cv, R->V);
     float wm;
-    for (i = 0; i < n_top; i++) { float v = ms__eff(R, w->ci[i]); if (v > mx) mx = v; }
+    mx = ms__band_top_logit(R, kmax);
     cut_m = mx + logf(p->min_p);
     if (cut_m > mx) cut_m = mx; /* min_p > 1 keeps the first maximum: gather the maxima */
     wm = ms__expf(cut_m - R->m) * (1.0f - 1e-5f);
