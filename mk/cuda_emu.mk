@@ -1,0 +1,48 @@
+# The CPU emulator of the CUDA driver (tests/cuda_emu/): a fake libcuda
+# that runs src/cuda/kernels.cu on the CPU, so mysample_cuda.h's kernels
+# and launch code run in tests without a GPU. Needs only a C++ compiler.
+# tests/cuda_emu.test.sh builds and runs it; `make cuda-emu` builds it.
+EMU_DIR   := $(BUILD)/cuda_emu
+EMU_SRCS  := tests/cuda_emu/driver.cpp tests/cuda_emu/runtime.cpp tests/cuda_emu/kernels.cpp tests/cuda_emu/selftest.cpp
+EMU_DEPS  := $(EMU_SRCS) tests/cuda_emu/exports.map tests/cuda_emu/shim.h tests/cuda_emu/runtime.h src/cuda/kernels.cu \
+             tests/cuda_emu/selftest_kernels.cu $(EMU_DIR)/kernel_table.inc $(EMU_DIR)/selftest_table.inc
+# -ffp-contract=off: the __f*_rn intrinsics stay single IEEE operations.
+# -Wno-unknown-pragmas: CUDA's `#pragma unroll`.
+EMU_FLAGS := -std=c++14 -fPIC -shared -fvisibility=hidden -ffp-contract=off -Wall -Wextra -Werror \
+             -Wno-unknown-pragmas -Isrc/cuda -Itests/cuda_emu -I$(EMU_DIR)
+EMU_SAN   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
+.PHONY: cuda-emu
+cuda-emu: $(EMU_DIR)/libcuda_emu.so $(EMU_DIR)/test_emu
+
+# The kernel tables: every `extern "C" __global__` function of a .cu file,
+# with its __launch_bounds__ (1024 without one).
+$(EMU_DIR)/kernel_table.inc: src/cuda/kernels.cu mk/cuda_emu.mk
+	@mkdir -p $(EMU_DIR)
+	sed -n -e 's/^extern "C" __global__ void __launch_bounds__(\([^,)]*\)[^)]*) *\([A-Za-z_][A-Za-z0-9_]*\) *(.*/MS_EMU_KERNEL(\2, \1)/p' \
+	       -e 's/^extern "C" __global__ void \([A-Za-z_][A-Za-z0-9_]*\) *(.*/MS_EMU_KERNEL(\1, 1024)/p' $< > $@
+$(EMU_DIR)/selftest_table.inc: tests/cuda_emu/selftest_kernels.cu mk/cuda_emu.mk
+	@mkdir -p $(EMU_DIR)
+	sed -n -e 's/^extern "C" __global__ void __launch_bounds__(\([^,)]*\)[^)]*) *\([A-Za-z_][A-Za-z0-9_]*\) *(.*/MS_EMU_KERNEL(\2, \1)/p' \
+	       -e 's/^extern "C" __global__ void \([A-Za-z_][A-Za-z0-9_]*\) *(.*/MS_EMU_KERNEL(\1, 1024)/p' $< > $@
+
+$(EMU_DIR)/libcuda_emu.so: $(EMU_DEPS)
+	$(CXX) -O2 $(EMU_FLAGS) -o $@ $(EMU_SRCS) -lpthread -Wl,--version-script=tests/cuda_emu/exports.map
+
+# The same under AddressSanitizer + UndefinedBehaviorSanitizer (load it
+# into a program built with the same sanitizers and compiler).
+$(EMU_DIR)/libcuda_emu_asan.so: $(EMU_DEPS)
+	$(CXX) $(EMU_SAN) $(EMU_FLAGS) -o $@ $(EMU_SRCS) -lpthread -Wl,--version-script=tests/cuda_emu/exports.map
+
+# The FMA build: the kernels compiled with contraction on (and FMA
+# instructions on x86-64), as NVRTC compiles them for a GPU by default, so
+# plain `a * b + c` in kernels.cu fuses while the __f*_rn intrinsics stay
+# single roundings. Shows where a result depends on the compiler fusing.
+EMU_FMA   := -ffp-contract=fast $(if $(filter x86_64,$(shell uname -m)),-mfma)
+$(EMU_DIR)/libcuda_emu_fma.so: $(EMU_DEPS)
+	$(CXX) -O2 $(filter-out -ffp-contract=off,$(EMU_FLAGS)) $(EMU_FMA) -o $@ $(EMU_SRCS) -lpthread -Wl,--version-script=tests/cuda_emu/exports.map
+
+# The emulator's own tests (driver API error paths, intrinsics, barriers).
+$(EMU_DIR)/test_emu: tests/cuda_emu/test_emu.c tests/testlib.h
+	@mkdir -p $(EMU_DIR)
+	$(CC) $(CFLAGS) $(WARN) -Itests -o $@ $< -ldl -lm
