@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The GPU code without a GPU: builds the CPU emulator of the CUDA driver
+# (tests/cuda_emu: a fake libcuda that runs src/cuda/kernels.cu, one fiber
+# per CUDA thread), runs its own tests, then the execution tests of
+# build/tests/test_cuda against it through MYSAMPLE_CUDA_DRIVER_PATH. Every
+# line it reports starts with "cuda-emu:", never a GPU test's plain name.
+# SKIP without a C++ compiler; the execution
+# tests SKIP without NVRTC (the launch code compiles the kernels with it,
+# and the emulator accepts the CUBIN). A driver error or leak the emulator
+# reports during test_cuda fails the run: the launch code made a bad call.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=build/cuda_emu
+mkdir -p $dir
+cxx=${CXX:-g++}
+if ! command -v "$cxx" >/dev/null; then echo "SKIP cuda-emu: no C++ compiler ($cxx)"; exit 0; fi
+if ! make -s $dir/libcuda_emu.so $dir/test_emu build/tests/test_cuda > $dir/build.log 2>&1; then
+  cat $dir/build.log; echo "FAIL cuda-emu: build"; exit 1
+fi
+fail=0
+start=$(date +%s.%N)
+
+# the emulator itself
+$dir/test_emu $dir/libcuda_emu.so > $dir/test_emu.log 2> $dir/test_emu.err || fail=1
+cat $dir/test_emu.log
+
+# mysample_cuda.h's kernels and launch code on it
+export MYSAMPLE_CUDA_CACHE=$dir/kernel-cache   # the CUBIN NVRTC makes, once per build tree
+MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/tests/test_cuda --emu > $dir/test_cuda.log 2> $dir/test_cuda.err || fail=1
+cat $dir/test_cuda.log
+if grep -q '^\[cuda-emu\]' $dir/test_cuda.err; then
+  grep '^\[cuda-emu\]' $dir/test_cuda.err | head -20
+  echo "FAIL cuda-emu: the emulated driver reported errors or leaks during test_cuda (above)"; fail=1
+fi
+
+awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "  cuda-emu: %.1f s in all\n", e - s }'
+exit $fail
