@@ -854,6 +854,43 @@ static void test_gpu_splits_and_vocab_edges(void) {
   ms_sampler_destroy(cpu);
 }
 
+/* ---- a grammar bitmask on a row smaller than max_vocab ----------------------
+   The bitmask holds (vocab + 31) / 32 words; ms_k_mask read max_vocab's
+   count of words from it, past the parameter blob when the bitmask was the
+   last list in it (an illegal address on a GPU, a fault under the
+   emulator). Here the blob holds exactly this row's bitmask. */
+static void test_gpu_bitmask_small_vocab(void) {
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  ms_params p = ms_params_default();
+  const ms_params *pp[1];
+  uint32_t mask[4] = { 0, 0, 0, 0 };
+  float x[100], pr[100], cp[100];
+  void *dl = NULL, *dp = NULL, *dt = NULL;
+  ms_cuda_batch b;
+  int i;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = 1; d.max_vocab = 50000; d.max_extra_words = 4;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  mask[0] = 1u << 3; mask[1] = 1u << (50 - 32); mask[3] = 1u << (99 - 96);
+  p.token_bitmask = mask; p.seed = 3; p.has_seed = 1;
+  pp[0] = &p;
+  t_fill(x, 100, 1.0f);
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof pr) == MS_OK && ms_cuda_malloc(cu, &dt, 4) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = 1; b.vocab = 100; b.logits = dl; b.row_stride = 100; b.params = pp; b.tokens = dt;
+  CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, 100), MS_OK);
+  CHECK(ms_cuda_download(cu, pr, dp, sizeof pr) == MS_OK);
+  CHECK_EQ_INT(ms_probs(t_cpu, x, 100, &p, NULL, cp), MS_OK);
+  for (i = 0; i < 100; i++) CHECK_NEAR(pr[i], cp[i], 1e-6);
+  CHECK(pr[3] > 0.0f && pr[50] > 0.0f && pr[99] > 0.0f);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- calls back to back, one synchronisation -----------------------------------
    Six batches queued without waiting (each with its own logits buffer and
    an asynchronous copy of its ids to the host), then one ms_cuda_sync: the
@@ -1001,6 +1038,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_sequences_match_cpu);
   RUN_GPU(test_gpu_features_match_cpu);
   RUN_GPU(test_gpu_splits_and_vocab_edges);
+  RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_back_to_back);
   RUN_GPU(test_gpu_row_errors);
   RUN_GPU(test_gpu_disk_cache_hit);

@@ -343,10 +343,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
   const i32 flags = R.flags;
   if (!(flags & (F_MASK | F_BIAS))) return;
   const i32 *blob = (const i32 *)A.blob;
-  const i32 W = A.words;
-  u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)W;
-  u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)W;
+  u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)A.words;   /* rows are max_vocab's words apart */
+  u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)A.words;
   const i32 V = A.vocab;
+  const i32 W = (V + 31) >> 5;   /* the words this batch uses: the bitmask in the blob has no more */
   if (flags & F_MASK) {
     const u32 *bm = R.bitmask_off >= 0 ? (const u32 *)(blob + R.bitmask_off) : (const u32 *)0;
     for (i32 w = threadIdx.x; w < W; w += blockDim.x)
