@@ -4,7 +4,8 @@
 # per CUDA thread), runs its own tests, then the execution tests of
 # build/tests/test_cuda against it through MYSAMPLE_CUDA_DRIVER_PATH. Every
 # line it reports starts with "cuda-emu:", never a GPU test's plain name.
-# SKIP without a C++ compiler; the execution
+# The penalty rounding test also runs on the FMA build (the kernels
+# contracted as NVRTC does). SKIP without a C++ compiler; the execution
 # tests SKIP without NVRTC (the launch code compiles the kernels with it,
 # and the emulator accepts the CUBIN). A driver error or leak the emulator
 # reports during test_cuda fails the run: the launch code made a bad call.
@@ -33,5 +34,15 @@ if grep -q '^\[cuda-emu\]' $dir/test_cuda.err; then
   echo "FAIL cuda-emu: the emulated driver reported errors or leaks during test_cuda (above)"; fail=1
 fi
 
+# the FMA build: a plain `a * b + c` in kernels.cu fuses there, as on a GPU
+if [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo 2>/dev/null; then
+  echo "SKIP cuda-emu-fma: this CPU has no FMA instructions"
+elif ! make -s $dir/libcuda_emu_fma.so >> $dir/build.log 2>&1; then
+  echo "FAIL cuda-emu-fma: build"; fail=1
+else
+  MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu penalty_rounding 2>&1 \
+    | sed 's/^PASS cuda-emu:/PASS cuda-emu-fma:/; s/^FAIL cuda-emu:/FAIL cuda-emu-fma:/; s/^SKIP cuda-emu:/SKIP cuda-emu-fma:/' \
+    | grep -E '^(PASS|FAIL|SKIP) ' || true
+fi
 awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "  cuda-emu: %.1f s in all\n", e - s }'
 exit $fail

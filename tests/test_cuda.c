@@ -891,6 +891,65 @@ static void test_gpu_bitmask_small_vocab(void) {
   ms_cuda_destroy(cu);
 }
 
+/* ---- penalties bit for bit ----------------------------------------------------
+   The frequency penalty as the CPU computes it, l - f * count with two
+   roundings: a GPU compiler fuses the product into the subtraction (FMA)
+   unless told not to, which moves the logit by an ulp. Token 5 (count 3)
+   and token 9 are set up to tie exactly on the CPU, where a greedy row
+   takes the lower id; a fused subtraction breaks the tie the other way.
+   (The plain emulator never fuses; its FMA build, tests/ci/cuda_emu.sh,
+   does what NVRTC does.) */
+static void test_gpu_penalty_rounding(void) {
+  ms_cuda *cu = t_gpu();
+  ms_params p = ms_params_default();
+  const ms_params *pp[1];
+  int32_t slot[1] = { 1 }, hist[3] = { 5, 5, 5 }, sl3[3] = { 1, 1, 1 }, tok[1];
+  float x[64];
+  void *dl = NULL, *dh = NULL, *ds = NULL;
+  ms_cuda_batch b;
+  ms_seq *s = NULL;
+  ms_output o;
+  int i, found = 0;
+  volatile float xa = 0.0f, f = 0.0f, prod, plain = 0.0f;
+  if (!cu) SKIP(t_why);
+  /* a logit and a penalty whose fused result lies below the plain one */
+  for (i = 0; i < 20000 && !found; i++) {
+    xa = 1.0f + (float)i * 0.0137f;
+    f = 0.1f + (float)(i % 97) * 0.00731f;
+    prod = f * 3.0f;
+    plain = xa - prod;
+    if (fmaf(-f, 3.0f, xa) < plain) found = 1;
+  }
+  CHECK(found);
+  for (i = 0; i < 64; i++) x[i] = -10.0f;
+  x[5] = xa; x[9] = plain;
+  p.temperature = 0.0f; p.frequency_penalty = f;
+  pp[0] = &p;
+  CHECK(ms_seq_create(&s, 16) == MS_OK);
+  if (!s) return;
+  CHECK_EQ_INT(ms_seq_reset(s, NULL, 0, 64, &p, 0), MS_OK);
+  for (i = 0; i < 3; i++) CHECK_EQ_INT(ms_seq_accept(s, 5), MS_OK);
+  memset(&o, 0, sizeof o);
+  CHECK_EQ_INT(ms_sample(t_cpu, x, 64, &p, s, &o), MS_OK);
+  CHECK_EQ_INT(o.token, 5);
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dh, sizeof hist) == MS_OK &&
+        ms_cuda_malloc(cu, &ds, sizeof sl3) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dh, hist, sizeof hist) == MS_OK);
+  CHECK(ms_cuda_upload(cu, ds, sl3, sizeof sl3) == MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, NULL, 0), MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_accept(cu, NULL, ds, dh, 3), MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = 1; b.vocab = 64; b.logits = dl; b.row_stride = 64; b.params = pp; b.slots = slot; b.tokens = t_dtokens;
+  CHECK(t_bufs(cu));
+  b.tokens = t_dtokens;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+  CHECK(ms_cuda_download(cu, tok, t_dtokens, 4) == MS_OK);
+  CHECK_EQ_INT(tok[0], 5);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dh); ms_cuda_free(cu, ds);
+  ms_seq_destroy(s);
+}
+
 /* ---- calls back to back, one synchronisation -----------------------------------
    Six batches queued without waiting (each with its own logits buffer and
    an asynchronous copy of its ids to the host), then one ms_cuda_sync: the
@@ -1039,6 +1098,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_features_match_cpu);
   RUN_GPU(test_gpu_splits_and_vocab_edges);
   RUN_GPU(test_gpu_bitmask_small_vocab);
+  RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_back_to_back);
   RUN_GPU(test_gpu_row_errors);
   RUN_GPU(test_gpu_disk_cache_hit);

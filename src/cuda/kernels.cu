@@ -291,8 +291,10 @@ __device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i
     if ((c != 0u || (s >> 31)) && R.repetition != 1.0f)
       x = x > 0.0f ? ((R.flags & F_HF) ? x / R.repetition : x * (1.0f / R.repetition)) : x * R.repetition;
     if (c != 0u) {
-      x -= R.frequency * (float)c;
-      x -= R.presence;
+      /* two roundings, as the CPU: a plain `x -= f * c` is fused into one
+         FMA by NVRTC (-fmad=true), which moves the logit by an ulp */
+      x = __fsub_rn(x, __fmul_rn(R.frequency, (float)c));
+      x = __fsub_rn(x, R.presence);
     }
   }
   return x;
