@@ -950,6 +950,55 @@ static void test_gpu_penalty_rounding(void) {
   ms_seq_destroy(s);
 }
 
+/* ---- a token with several bias entries ------------------------------------------
+   The CPU adds a token's bias entries to its logit one after another, in
+   the order given ((l + b1) + b2); the GPU summed the entries first
+   (l + (b1 + b2)), a different rounding. Token 7 (two entries) and token 9
+   are set up to tie exactly on the CPU, where a greedy row takes the lower
+   id; the pre-summed bias breaks the tie the other way. */
+static void test_gpu_bias_duplicates(void) {
+  ms_cuda *cu = t_gpu();
+  ms_params p = ms_params_default();
+  const ms_params *pp[1];
+  ms_bias bias[3];
+  int32_t tok[1];
+  float x[64];
+  void *dl = NULL;
+  ms_cuda_batch b;
+  ms_output o;
+  int i, found = 0;
+  volatile float l = 0.0f, b1 = 0.0f, b2 = 0.0f, seq = 0.0f, pre;
+  if (!cu) SKIP(t_why);
+  for (i = 0; i < 20000 && !found; i++) {
+    l = 1.0f + (float)i * 0.0173f;
+    b1 = 3.0f + (float)(i % 89) * 0.01171f;
+    b2 = 0.25f + (float)(i % 61) * 0.00937f;
+    seq = l + b1; seq = seq + b2;
+    pre = b1 + b2; pre = l + pre;
+    if (pre < seq) found = 1;
+  }
+  CHECK(found);
+  for (i = 0; i < 64; i++) x[i] = -10.0f;
+  x[7] = l; x[9] = seq;
+  bias[0].token = 7; bias[0].bias = b1;
+  bias[1].token = 30; bias[1].bias = -1.0f;
+  bias[2].token = 7; bias[2].bias = b2;
+  p.temperature = 0.0f; p.logit_bias = bias; p.n_logit_bias = 3;
+  pp[0] = &p;
+  memset(&o, 0, sizeof o);
+  CHECK_EQ_INT(ms_sample(t_cpu, x, 64, &p, NULL, &o), MS_OK);
+  CHECK_EQ_INT(o.token, 7);
+  CHECK(t_bufs(cu));
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = 1; b.vocab = 64; b.logits = dl; b.row_stride = 64; b.params = pp; b.tokens = t_dtokens;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+  CHECK(ms_cuda_download(cu, tok, t_dtokens, 4) == MS_OK);
+  CHECK_EQ_INT(tok[0], 7);
+  ms_cuda_free(cu, dl);
+}
+
 /* ---- calls back to back, one synchronisation -----------------------------------
    Six batches queued without waiting (each with its own logits buffer and
    an asynchronous copy of its ids to the host), then one ms_cuda_sync: the
@@ -1099,6 +1148,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_splits_and_vocab_edges);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
+  RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_back_to_back);
   RUN_GPU(test_gpu_row_errors);
   RUN_GPU(test_gpu_disk_cache_hit);

@@ -275,15 +275,17 @@ MSDEF const char *ms_cuda_device_name(const ms_cuda *cu) { return cu ? cu->name 
 
 /* -- packing ------------------------------------------------------------------ */
 
-/* Sorts bias (token, value) pairs by token (shell sort, in place). */
-static void ms__cuda_sort_bias(int32_t *tok, float *val, int32_t n) {
+/* Sorts the indices idx[0..n) of the bias entries by (token, index): one
+   token's entries stay in the caller's order (shell sort, in place; the
+   index makes every key distinct, so the result is the stable order). */
+static void ms__cuda_sort_bias(int32_t *idx, const ms_bias *bias, int32_t n) {
   int32_t gap, i, j;
   for (gap = n / 2; gap > 0; gap /= 2) {
     for (i = gap; i < n; i++) {
-      int32_t t = tok[i];
-      float v = val[i];
-      for (j = i; j >= gap && tok[j - gap] > t; j -= gap) { tok[j] = tok[j - gap]; val[j] = val[j - gap]; }
-      tok[j] = t; val[j] = v;
+      int32_t x = idx[i], t = bias[x].token;
+      for (j = i; j >= gap && (bias[idx[j - gap]].token > t || (bias[idx[j - gap]].token == t && idx[j - gap] > x)); j -= gap)
+        idx[j] = idx[j - gap];
+      idx[j] = x;
     }
   }
 }
@@ -375,25 +377,22 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       used += (size_t)nw;
     }
     if (p->n_logit_bias > 0) {
-      /* sorted unique tokens; duplicates add up, each clamped (as the CPU) */
-      int32_t *tok = words + used, n = 0;
-      float *val;
+      /* sorted by token, a token's entries in the caller's order: the
+         kernel adds them one after another, rounding as the CPU does
+         ((l + b1) + b2, never l + (b1 + b2)); each clamped (vLLM) */
+      const int32_t n = p->n_logit_bias;
+      int32_t *tok = words + used, *idx = words + used + n;
       float c = ms__cuda_bias_clamp[prof];
-      if (used + 2 * (size_t)p->n_logit_bias > cap) return 0;
-      val = (float *)(words + used + (size_t)p->n_logit_bias);
-      for (j = 0; j < p->n_logit_bias; j++) {
-        float v = p->logit_bias[j].bias;
+      if (used + 2 * (size_t)n > cap) return 0;
+      for (j = 0; j < n; j++) idx[j] = j;
+      ms__cuda_sort_bias(idx, p->logit_bias, n);
+      for (j = 0; j < n; j++) {
+        const ms_bias *e = &p->logit_bias[idx[j]];
+        float v = e->bias;
         if (c > 0.0f) { if (v > c) v = c; if (v < -c) v = -c; }
-        tok[j] = p->logit_bias[j].token;
-        val[j] = v;
+        tok[j] = e->token;
+        memcpy(&idx[j], &v, 4);   /* the values replace the indices */
       }
-      ms__cuda_sort_bias(tok, val, p->n_logit_bias);
-      for (j = 0; j < p->n_logit_bias; j++) {
-        if (n > 0 && tok[n - 1] == tok[j]) val[n - 1] += val[j];
-        else { tok[n] = tok[j]; val[n] = val[j]; n++; }
-      }
-      /* values right after the n tokens */
-      memmove(tok + n, val, (size_t)n * 4);
       R->bias_tok_off = (int32_t)used; R->n_bias = n; R->bias_val_off = (int32_t)used + n;
       used += 2 * (size_t)n;
       flags |= MS__CUDA_F_BIAS;

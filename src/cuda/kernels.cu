@@ -256,17 +256,18 @@ template <class T> __device__ T bscan_excl(T v, T *total) {
 
 /* ---- the pointwise stages ------------------------------------------------- */
 
-/* Bias of token i from the row's bias list (sorted, unique tokens). */
-__device__ float bias_of(const i32 *blob, const Row &R, i32 i) {
+/* x plus the bias entries of token i, one after another in the caller's
+   order (the list is sorted by token, stably), as the CPU adds them. */
+__device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
   const i32 *tok = blob + R.bias_tok_off;
   const float *val = (const float *)(blob + R.bias_val_off);
-  i32 lo = 0, hi = R.n_bias - 1;
-  while (lo <= hi) {
-    i32 mid = (lo + hi) >> 1, t = tok[mid];
-    if (t == i) return val[mid];
-    if (t < i) lo = mid + 1; else hi = mid - 1;
+  i32 lo = 0, hi = R.n_bias;   /* the first entry with token >= i */
+  while (lo < hi) {
+    i32 mid = (lo + hi) >> 1;
+    if (tok[mid] < i) lo = mid + 1; else hi = mid;
   }
-  return 0.0f;
+  for (; lo < R.n_bias && tok[lo] == i; lo++) x = __fadd_rn(x, val[lo]);
+  return x;
 }
 
 /* Masks, logit bias and penalties of one logit (the stages before the
@@ -282,7 +283,7 @@ __device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i
   }
   if (R.flags & F_BIAS) {
     u32 w = ((const u32 *)A.bias_bits)[wbase];
-    if ((w >> (i & 31)) & 1u) x += bias_of((const i32 *)A.blob, R, i);
+    if ((w >> (i & 31)) & 1u) x = add_bias((const i32 *)A.blob, R, i, x);
   }
   if (R.flags & F_PEN) {
     u32 s = ((const u32 *)A.seq_state)[(u64)R.slot * A.seq_stride + (u64)i];
