@@ -999,6 +999,78 @@ static void test_gpu_bias_duplicates(void) {
   ms_cuda_free(cu, dl);
 }
 
+/* ---- many top logprobs ------------------------------------------------------------
+   Hundreds of top entries over a row with heavy ties (the selection's
+   tie path: more equal values than places), raw and processed (with
+   top-k), as the CPU lists them. The kernels gather at most 1024 per row:
+   a row asking for more (with room for more) is refused with
+   MS_ERR_UNSUPPORTED, never cut short. */
+static void test_gpu_logprobs_many(void) {
+  enum { R = 4, V = 5000, S = 1500 };
+  static const int32_t want[R] = { 300, 1000, 1024, 1500 };
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  static float x[R * V];
+  static ms_logprob top[R * S], ctop[S];
+  ms_cuda_out out[R];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  ms_result rr[R];
+  void *dl = NULL, *dt = NULL, *dout = NULL, *dtop = NULL;
+  ms_cuda_batch b;
+  int r, j;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = R; d.max_vocab = V;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  for (r = 0; r < R * V; r++) x[r] = (float)floor(t_unif() * 40.0) * 0.25f - 5.0f;
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_default();
+    ps[r].max_logprobs = S; ps[r].logprobs = want[r];
+    ps[r].logprobs_mode = r % 2 ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW;
+    ps[r].top_k = r == 1 ? 700 : 0;
+    ps[r].seed = (uint64_t)r; ps[r].has_seed = 1;
+    pp[r] = &ps[r];
+  }
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, R * 4) == MS_OK &&
+        ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK && ms_cuda_malloc(cu, &dtop, sizeof top) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.tokens = dt;
+  b.out = dout; b.top = dtop; b.top_stride = S; b.row_results = rr;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);
+  CHECK(ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+  CHECK(ms_cuda_download(cu, top, dtop, sizeof top) == MS_OK);
+  for (r = 0; r < R; r++) {
+    ms_output o;
+    int bad = 0;
+    if (want[r] > 1024) {
+      CHECK_EQ_INT(rr[r], MS_ERR_UNSUPPORTED);
+      CHECK_EQ_INT(out[r].status, MS_ERR_UNSUPPORTED);
+      continue;
+    }
+    memset(&o, 0, sizeof o);
+    o.top = ctop; o.top_capacity = S;
+    CHECK_EQ_INT(ms_sample(t_cpu, x + (size_t)r * V, V, &ps[r], NULL, &o), MS_OK);
+    CHECK_EQ_INT(rr[r], MS_OK);
+    CHECK_EQ_INT(out[r].token, o.token);
+    CHECK_EQ_INT(out[r].rank, o.rank);
+    CHECK_NEAR(out[r].logprob, o.logprob, 1e-4);
+    CHECK_EQ_INT(out[r].n_top, o.n_top);
+    for (j = 0; j < o.n_top && j < out[r].n_top; j++)
+      bad += top[r * S + j].token != ctop[j].token || !(fabs((double)top[r * S + j].logprob - (double)ctop[j].logprob) <= 1e-4);
+    CHECK_MSG(bad == 0, "row %d: %d of %d top entries differ", r, bad, o.n_top);
+  }
+  /* a smaller top list is no reason to refuse: the row gets top_stride entries */
+  b.top_stride = 1000;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+  CHECK(ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+  CHECK_EQ_INT(out[3].n_top, 1000);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dtop);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- calls back to back, one synchronisation -----------------------------------
    Six batches queued without waiting (each with its own logits buffer and
    an asynchronous copy of its ids to the host), then one ms_cuda_sync: the
@@ -1149,6 +1221,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_bias_duplicates);
+  RUN_GPU(test_gpu_logprobs_many);
   RUN_GPU(test_gpu_back_to_back);
   RUN_GPU(test_gpu_row_errors);
   RUN_GPU(test_gpu_disk_cache_hit);

@@ -15,6 +15,7 @@
 #define MS__CUDA_F_RAW_LSE  2048
 
 #define MS__CUDA_MAX_PARTS 32
+#define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
 
@@ -319,6 +320,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
                         p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
                         p->typical_p < 1.0f || p->hook_stage != MS_HOOK_OFF || p->budget_tokens >= 0))
       rc = MS_ERR_UNSUPPORTED;
+    /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
+    if (rc == MS_OK && b->top && p->logprobs > MS__CUDA_MAX_TOP && b->top_stride > MS__CUDA_MAX_TOP) rc = MS_ERR_UNSUPPORTED;
     if (b->row_results) b->row_results[r] = rc;
     if (rc != MS_OK) {
       R->status = (int32_t)rc;

@@ -23,7 +23,7 @@ typedef unsigned long long u64;
 #define MS_ST 256          /* threads of the other kernels */
 #define MS_BINS 2048       /* radix histogram bins (11 bits) */
 #define MS_MAXT 2048       /* draw tiles per row */
-#define MS_CAND 1024       /* top-N candidates (logprobs <= 1024) */
+#define MS_CAND 1024       /* top-N candidates (logprobs <= 1024; MS__CUDA_MAX_TOP refuses more) */
 #define MS_KEY_NEG_INF 0x007FFFFFu
 
 /* Row flags: keep in sync with MS__CUDA_F_* in api_cuda.h. */
