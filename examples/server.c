@@ -11,6 +11,11 @@
    between steps; a client that goes away is dropped between steps and its
    slots freed without touching the others.
 
+   With --cuda the batch is sampled on the GPU instead (mysample_cuda.h:
+   the same semantics and random numbers, device-side sequences for the
+   penalties), falling back to the CPU where no GPU, driver or NVRTC is
+   found.
+
    Models: by default an n-gram model trained at start-up on the embedded
    text (examples/ngram.h), so it answers with no download; with --model
    and --tokenizer a llama2.c checkpoint (examples/llama2.h).
@@ -19,12 +24,13 @@
    queue; connections, header and body sizes, timeouts for slow senders and
    slow readers are bounded by the constants below or flags.
 
-   Build: make server (or: cc -O2 -I. -Iexamples examples/server.c -lm -lpthread).
+   Build: make server (or: cc -O2 -I. -Iexamples examples/server.c -lm -lpthread -ldl).
    C99 + POSIX (sockets, poll, pthreads). */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 #define MYSAMPLE_IMPLEMENTATION
-#include "mysample.h"
+#define MYSAMPLE_CUDA_IMPLEMENTATION
+#include "mysample_cuda.h"   /* mysample.h and the optional GPU sampler (loaded at run time) */
 #include "ngram.h"
 #include "llama2.h"
 #include "json.h"
@@ -304,6 +310,7 @@ typedef struct choice {
   int32_t pending_pos;     /* prompt tokens fed so far */
   int32_t last_token, need_feed, prev_token;
   int32_t row;             /* row in this step's batch, -1 when not sampled */
+  int32_t slot;            /* --cuda: its device-side sequence, -1 none */
   int feed_failed;
   int done;
   ms_finish finish;
@@ -385,7 +392,16 @@ typedef struct server {
   uint64_t req_counter;
   stats st;
   int quiet;
-  int cuda;
+  /* --cuda: the GPU sampler and its device buffers; slots are device-side
+     sequences (penalty counters, lengths), one per active choice */
+  ms_cuda *cu;
+  void *d_logits, *d_tokens, *d_out, *d_top, *d_prompt, *d_acc;
+  int32_t d_prompt_cap;
+  int32_t *free_slot; int n_free_slot;
+  int32_t *row_slot, *acc_host;
+  uint64_t *row_seed, *row_pos;
+  ms_cuda_out *h_out;
+  ms_logprob *h_top;
   int64_t request_timeout_ms, idle_timeout_ms, write_timeout_ms;
 } server;
 
@@ -554,6 +570,133 @@ static int chat_content(const js_doc *d, const js_val *content, buf *text, perr 
   return 0;
 }
 
+/* ---- --cuda: sampling on the GPU ----------------------------------------------
+   The model runs on the CPU, so each step uploads the batch's logits, samples
+   with ms_cuda_sample (each row's seed and position taken from its CPU-side
+   ms_seq, so the random numbers are the CPU path's) and copies back the
+   outputs. The device-side sequence in each choice's slot carries the
+   penalty counters; the kernel appends every sampled token to it. */
+static int gpu_start(server *S) {
+  ms_cuda_desc d;
+  char msg[8192];
+  ms_result res;
+  const int32_t V = S->m.vocab, n = S->slots;
+  int i;
+  memset(&d, 0, sizeof d);
+  d.max_rows = n; d.max_vocab = V; d.max_slots = n;
+  res = ms_cuda_create(&S->cu, &d, msg, sizeof msg);
+  if (res != MS_OK) {
+    fprintf(stderr, "server: --cuda: %s (%s); sampling on the CPU\n", msg, ms_result_str(res));
+    return 0;
+  }
+  S->d_prompt_cap = S->m.ctx > 0 ? S->m.ctx : 4096;
+  S->free_slot = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+  S->row_slot = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+  S->acc_host = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)n);
+  S->row_seed = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)n);
+  S->row_pos = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)n);
+  S->h_out = (ms_cuda_out *)malloc(sizeof(ms_cuda_out) * (size_t)n);
+  S->h_top = (ms_logprob *)malloc(sizeof(ms_logprob) * (size_t)n * MAX_TOP);
+  if (!S->free_slot || !S->row_slot || !S->acc_host || !S->row_seed || !S->row_pos || !S->h_out || !S->h_top ||
+      ms_cuda_malloc(S->cu, &S->d_logits, sizeof(float) * (size_t)n * (size_t)V) != MS_OK ||
+      ms_cuda_malloc(S->cu, &S->d_tokens, sizeof(int32_t) * (size_t)n) != MS_OK ||
+      ms_cuda_malloc(S->cu, &S->d_out, sizeof(ms_cuda_out) * (size_t)n) != MS_OK ||
+      ms_cuda_malloc(S->cu, &S->d_top, sizeof(ms_logprob) * (size_t)n * MAX_TOP) != MS_OK ||
+      ms_cuda_malloc(S->cu, &S->d_acc, sizeof(int32_t) * 2 * (size_t)n) != MS_OK ||
+      ms_cuda_malloc(S->cu, &S->d_prompt, sizeof(int32_t) * (size_t)S->d_prompt_cap) != MS_OK) {
+    fprintf(stderr, "server: --cuda: out of memory for the GPU buffers; sampling on the CPU\n");
+    return 0; /* what was allocated lives until exit: gpu_stop frees it */
+  }
+  for (i = 0; i < n; i++) S->free_slot[i] = n - 1 - i;
+  S->n_free_slot = n;
+  fprintf(stderr, "server: sampling on the GPU: %s (%s)\n", ms_cuda_device_name(S->cu), ms_cuda_target(S->cu));
+  return 1;
+}
+
+static void gpu_stop(server *S) {
+  if (!S->cu) return;
+  ms_cuda_free(S->cu, S->d_logits); ms_cuda_free(S->cu, S->d_tokens); ms_cuda_free(S->cu, S->d_out);
+  ms_cuda_free(S->cu, S->d_top); ms_cuda_free(S->cu, S->d_acc); ms_cuda_free(S->cu, S->d_prompt);
+  ms_cuda_destroy(S->cu);
+  S->cu = NULL;
+  free(S->free_slot); free(S->row_slot); free(S->acc_host); free(S->row_seed); free(S->row_pos); free(S->h_out); free(S->h_top);
+}
+
+/* A device-side sequence for a new choice: a free slot, cleared, with the
+   prompt's tokens marked (the repetition penalty counts them). */
+static ms_result gpu_slot_begin(server *S, choice *c, const int32_t *prompt, int32_t n_prompt) {
+  ms_result res;
+  if (S->n_free_slot == 0) return MS_ERR_CAPACITY; /* cannot happen: one slot per active choice */
+  if (n_prompt > S->d_prompt_cap) {
+    ms_cuda_free(S->cu, S->d_prompt);
+    S->d_prompt = NULL;
+    S->d_prompt_cap = n_prompt;
+    res = ms_cuda_malloc(S->cu, &S->d_prompt, sizeof(int32_t) * (size_t)n_prompt);
+    if (res != MS_OK) { S->d_prompt_cap = 0; return res; }
+  }
+  if (n_prompt > 0 && (res = ms_cuda_upload(S->cu, S->d_prompt, prompt, sizeof(int32_t) * (size_t)n_prompt)) != MS_OK) return res;
+  c->slot = S->free_slot[--S->n_free_slot];
+  return ms_cuda_seq_reset(S->cu, NULL, c->slot, S->d_prompt, n_prompt);
+}
+
+/* Samples the step's k rows (S->logits, S->row_*) on the GPU into
+   S->row_out / S->row_res. Rows the GPU path refuses (MS_ERR_UNSUPPORTED)
+   are sampled on the CPU and their tokens appended to their device
+   sequences. Returns 0, or -1 when the device failed (the caller then
+   samples the step on the CPU and stops using the GPU). */
+static int gpu_sample(server *S, int k) {
+  ms_cuda_batch b;
+  ms_result res;
+  const int32_t V = S->m.vocab;
+  int i, n_acc = 0;
+  for (i = 0; i < k; i++) {
+    const ms_seq *q = S->row_seqs[i];
+    S->row_slot[i] = S->row_choice[i]->slot;
+    S->row_seed[i] = ms_seq_seed(q);
+    S->row_pos[i] = ms_seq_position(q);
+  }
+  if (ms_cuda_upload(S->cu, S->d_logits, S->logits, sizeof(float) * (size_t)k * (size_t)V) != MS_OK) return -1;
+  memset(&b, 0, sizeof b);
+  b.n_rows = k; b.vocab = V; b.logits = S->d_logits; b.row_stride = (size_t)V;
+  b.params = S->row_params; b.slots = S->row_slot; b.seeds = S->row_seed; b.positions = S->row_pos;
+  b.accept = 1; b.tokens = S->d_tokens; b.out = S->d_out; b.top = S->d_top; b.top_stride = MAX_TOP;
+  b.row_results = S->row_res;
+  res = ms_cuda_sample(S->cu, NULL, &b);
+  if (res == MS_ERR_NULL_ARGUMENT || res == MS_ERR_BAD_VOCAB || res == MS_ERR_INVALID_PARAM || res == MS_ERR_CAPACITY ||
+      res == MS_ERR_DEVICE)
+    return -1;
+  /* the copies wait for the stream */
+  if (ms_cuda_download(S->cu, S->h_out, S->d_out, sizeof(ms_cuda_out) * (size_t)k) != MS_OK ||
+      ms_cuda_download(S->cu, S->h_top, S->d_top, sizeof(ms_logprob) * (size_t)k * MAX_TOP) != MS_OK)
+    return -1;
+  for (i = 0; i < k; i++) {
+    ms_output *o = &S->row_out[i];
+    const ms_cuda_out *g = &S->h_out[i];
+    if (S->row_res[i] == MS_ERR_UNSUPPORTED) {
+      /* a feature the kernels do not have: this row on the CPU */
+      S->row_res[i] = ms_sample(S->sampler, S->logits + (size_t)i * (size_t)V, V, S->row_params[i], S->row_seqs[i], o);
+      if (S->row_res[i] == MS_OK) { S->acc_host[n_acc] = S->row_slot[i]; S->acc_host[k + n_acc] = o->token; n_acc++; }
+      continue;
+    }
+    S->row_res[i] = (ms_result)g->status;
+    o->token = g->token;
+    o->logprob = g->logprob;
+    o->rank = g->rank;
+    o->n_top = g->n_top < o->top_capacity ? g->n_top : o->top_capacity;
+    if (o->n_top > 0) memcpy(o->top, S->h_top + (size_t)i * MAX_TOP, sizeof(ms_logprob) * (size_t)o->n_top);
+    o->seed = g->seed; o->position = g->position; o->greedy = g->greedy;
+    o->mirostat_mu = NAN;
+  }
+  if (n_acc > 0) {
+    /* the CPU's tokens into the device sequences: slots, then tokens */
+    memmove(S->acc_host + n_acc, S->acc_host + k, sizeof(int32_t) * (size_t)n_acc);
+    if (ms_cuda_upload(S->cu, S->d_acc, S->acc_host, sizeof(int32_t) * 2 * (size_t)n_acc) != MS_OK ||
+        ms_cuda_seq_accept(S->cu, NULL, S->d_acc, (int32_t *)S->d_acc + n_acc, n_acc) != MS_OK)
+      return -1;
+  }
+  return 0;
+}
+
 static void request_free(server *S, request *r) {
   int i, k;
   if (!r) return;
@@ -564,6 +707,7 @@ static void request_free(server *S, request *r) {
       for (k = 0; k < S->n_active; k++)
         if (S->active[k] == c) { S->active[k] = S->active[--S->n_active]; break; }
       mstate_free(&c->st);
+      if (S->cu && c->slot >= 0) S->free_slot[S->n_free_slot++] = c->slot;
       ms_seq_destroy(c->seq);
       free(c->text_mem);
       free(c->lp); free(c->lp_top); free(c->lp_top_at);
@@ -873,6 +1017,7 @@ static int request_setup(server *S, request *r, perr *e) {
     return fail(e, NULL, "could not set up the response");
   r->ch = (choice *)calloc((size_t)r->n, sizeof(choice));
   if (!r->ch) return fail(e, NULL, "out of memory");
+  for (i = 0; i < r->n; i++) r->ch[i].slot = -1; /* request_free returns only the slots taken */
   request_text_rules(S, r, &td, &tp);
   for (i = 0; i < r->n; i++) {
     choice *c = &r->ch[i];
@@ -888,6 +1033,8 @@ static int request_setup(server *S, request *r, perr *e) {
     if (ms_seq_create(&c->seq, r->n_prompt + r->max_tokens + 1) != MS_OK) return fail(e, NULL, "out of memory for the sequence");
     res = ms_seq_reset(c->seq, r->prompt, r->n_prompt, m->vocab, &c->params, S->req_counter * MAX_N + (uint64_t)i);
     if (res != MS_OK) return fail(e, "prompt", "%s", ms_result_str(res));
+    if (S->cu && (res = gpu_slot_begin(S, c, r->prompt, r->n_prompt)) != MS_OK)
+      return fail(e, NULL, "GPU sequence: %s", ms_result_str(res));
     sz = ms_text_size(&td);
     c->text_mem = malloc(sz ? sz : 1);
     if (!sz || !c->text_mem || ms_text_init(&c->text, &td, c->text_mem, sz) != MS_OK) return fail(e, NULL, "out of memory for the text");
@@ -1126,17 +1273,28 @@ static void step(server *S) {
   pool_for(&S->pl, S->n_active, model_task, &ctx);
   t1 = now_s();
   if (k > 0) {
-    ms_batch b;
-    memset(&b, 0, sizeof b);
-    b.n_rows = k;
-    b.vocab = m->vocab;
-    b.logits = S->logits;
-    b.row_stride = (size_t)m->vocab;
-    b.params = S->row_params;
-    b.seqs = S->row_seqs;
-    b.out = S->row_out;
-    b.row_results = S->row_res;
-    ms_sample_batch(S->sampler, &b);
+    int on_gpu = 0;
+    if (S->cu) {
+      if (gpu_sample(S, k) == 0) on_gpu = 1;
+      else {
+        /* the device failed: this step and the rest of the run on the CPU */
+        fprintf(stderr, "server: GPU sampling failed; sampling on the CPU from now on\n");
+        gpu_stop(S);
+      }
+    }
+    if (!on_gpu) {
+      ms_batch b;
+      memset(&b, 0, sizeof b);
+      b.n_rows = k;
+      b.vocab = m->vocab;
+      b.logits = S->logits;
+      b.row_stride = (size_t)m->vocab;
+      b.params = S->row_params;
+      b.seqs = S->row_seqs;
+      b.out = S->row_out;
+      b.row_results = S->row_res;
+      ms_sample_batch(S->sampler, &b);
+    }
   }
   t2 = now_s();
   S->st.t_model += t1 - t0;
@@ -1230,12 +1388,13 @@ static void health(server *S, conn *c) {
                 "\"requests_done\":%llu,\"tokens\":%llu,\"steps\":%llu,\"rows\":%llu,\"disconnects\":%llu,"
                 "\"errors_4xx\":%llu,\"dropped_slow\":%llu,\"rejected_connections\":%llu,"
                 "\"time_model_s\":%.6f,\"time_sample_s\":%.6f,\"time_egress_s\":%.6f,\"rss_kb\":%ld,"
-                "\"simd\":\"%s\",\"threads\":%d}",
+                "\"simd\":\"%s\",\"threads\":%d,\"sampler\":\"%s\"}",
              (int)S->m.vocab, (int)S->m.ctx, S->slots, S->n_active, S->n_queued, S->n_conns,
              (unsigned long long)S->st.requests, (unsigned long long)S->st.tokens, (unsigned long long)S->st.steps,
              (unsigned long long)S->st.rows, (unsigned long long)S->st.disconnects, (unsigned long long)S->st.errors4xx,
              (unsigned long long)S->st.dropped_slow, (unsigned long long)S->st.rejected_conns,
-             S->st.t_model, S->st.t_sample, S->st.t_egress, rss_kb, ms_sampler_simd(S->sampler), S->pl.n);
+             S->st.t_model, S->st.t_sample, S->st.t_egress, rss_kb, ms_sampler_simd(S->sampler), S->pl.n,
+             S->cu ? "cuda" : "cpu");
   respond(S, c, 200, "application/json", b->p, b->len, 0);
 }
 
@@ -1691,11 +1850,6 @@ int main(int argc, char **argv) {
     res = ms_sampler_create(&S.sampler, &d);
     if (res != MS_OK) { fprintf(stderr, "server: ms_sampler_create: %s\n", ms_result_str(res)); return 1; }
   }
-  if (cuda) {
-    /* mysample_cuda.h is optional for this example: the CPU sampler is the reference */
-    fprintf(stderr, "server: --cuda: GPU sampling is not available in this build; sampling on the CPU\n");
-  }
-  S.cuda = 0;
   S.slots = (int)slots;
   S.max_conns = (int)max_conns;
   S.max_body = (size_t)max_body;
@@ -1714,6 +1868,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "server: out of memory for %d slots\n", S.slots);
     return 1;
   }
+  if (cuda) gpu_start(&S); /* else, or when it fails: the CPU sampler */
 
   /* the socket */
   memset(&hints, 0, sizeof hints);
@@ -1793,6 +1948,7 @@ int main(int argc, char **argv) {
   while (S.qhead) { request *r = S.qhead; S.qhead = r->qnext; request_free(&S, r); }
   close(S.listen_fd);
   pool_stop(&S.pl);
+  gpu_stop(&S);
   ms_sampler_destroy(S.sampler);
   free(S.active); free(S.logits); free(S.row_params); free(S.row_seqs); free(S.row_out); free(S.row_res);
   free(S.row_top); free(S.row_choice); free(S.textbuf); buf_free(&S.scratch);

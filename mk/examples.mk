@@ -13,9 +13,9 @@ $(BUILD)/examples/corpus.inc: examples/data/corpus.txt
 	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/examples/server: examples/server.c mysample.h $(SERVER_HDRS) $(BUILD)/examples/corpus.inc
+$(BUILD)/examples/server: examples/server.c mysample.h mysample_cuda.h $(SERVER_HDRS) $(BUILD)/examples/corpus.inc
 	@mkdir -p $(BUILD)/examples
-	$(CC) $(CFLAGS) $(WARN) -I. -Iexamples -I$(BUILD)/examples -DMS_EMBEDDED_CORPUS -o $@ examples/server.c -lm -lpthread
+	$(CC) $(CFLAGS) $(WARN) -I. -Iexamples -I$(BUILD)/examples -DMS_EMBEDDED_CORPUS -o $@ examples/server.c -lm -lpthread -ldl
 
 server: $(BUILD)/examples/server
 all: $(BUILD)/examples/server

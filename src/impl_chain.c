@@ -849,13 +849,11 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
        survive them is gathered and sorted. What typical kept but the
        gather left out still counts in top-p's softmax (z_extra). */
     const float tiny = 1.40129846e-45f;
-    double zall, kmass, km, lm = 0.0;
+    double kmass, km, lm = 0.0;
     int32_t kcount, c;
     float kmax, cw = tiny;
     const char *q;
-    zall = ms__row_exp_sum(R, R->m, 1.0f, w->e, NULL);
-    ms__typical_row(R, w->e, R->m, 1.0f, zall, ms__row_wdot(R, w->e, tiny, R->m, 1.0f), p->typical_p, 0,
-                    &kmass, &kcount, &kmax);
+    if (!(ms__typical_whole(R, R->m, 1.0f, p->typical_p, 0, 1, &kmass, &kcount, &kmax, &cw) > 0.0)) return MS_ERR_ALL_MASKED;
     C.size = kcount;
     st++;
     {

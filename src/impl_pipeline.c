@@ -389,6 +389,24 @@ MS__PRIVATE double ms__row_exp_sum(ms__row *R, float m, float s, float *out, flo
   return z;
 }
 
+/* ms__row_exp_sum writing the weights to out, plus *ysum, the sum of
+   e * (l - m) * s over the effective row (typical's centre). */
+MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, double *ysum) {
+  double z = 0.0;
+  int32_t i;
+  *ysum = 0.0;
+  if (!R->sparse) z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum);
+  else memset(out, 0, (size_t)R->V * 4);
+  for (i = 0; i < R->n_touched; i++) {
+    int32_t id = R->w->touched[i];
+    float y = (R->w->ovr[id] - m) * s, e = ms__expf(y);
+    out[id] = e;
+    z += (double)e;
+    if (e > 0.0f) *ysum += (double)e * (double)y;
+  }
+  return z;
+}
+
 /* Number of effective logits strictly above v. */
 MS__PRIVATE int32_t ms__row_count_gt(ms__row *R, float v) {
   int32_t c = 0, i;
@@ -431,17 +449,19 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
    yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
    weights around ec = exp(yc): radius r keeps ec e^-r <= e <= ec e^r.
    The band is found without sorting the row: the heavy weights (e >= z/2048,
-   at most 2048 of them) and a strided sample of the rest estimate r; two
-   gathers take the zones between radii [r_lo, r_hi] on each side (what lies
-   nearer the centre is summed, not kept); the zones are narrowed in cache
-   (8 radii per pass) to a few dozen tokens, which are sorted by exact score
-   and walked. A bracket that misses is widened; the last resort gathers
-   every weight, which is always right. */
+   at most 2048 of them) and a strided sample of the rest estimate r; one
+   pass over the weights gathers the zones between radii [r_lo, r_hi] on
+   both sides and sums what lies nearer the centre (the core); the zones
+   are narrowed in cache (8 radii per pass) to a few dozen tokens, which are
+   sorted by exact score and walked. A bracket that misses is widened; the
+   last resort gathers every weight, which is always right. The weights
+   and the centre come from one exp pass (ms__row_exp_sum_y). */
 #define MS__TYP_PAD 1e-5f  /* zones are widened by this (relative), far above float error */
 #define MS__TYP_HEAVY 2048
 
 typedef struct ms__typ_zone {
   float *v; int32_t *id; int32_t n; /* weights and their ids */
+  int32_t *id_out;                  /* where narrowing puts the ids (the pass's list stays) */
   double w;                         /* their weight */
 } ms__typ_zone;
 
@@ -456,51 +476,87 @@ MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, floa
 }
 
 /* An estimate of [r_lo, r_hi] around the radius where the mass reaches
-   target (a wide margin for the sampled part's error). */
-MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, double z, double yc, double target, double *r_lo, double *r_hi) {
+   target, from the heavy weights (e >= z/2048, at most 2048, gathered
+   when z is small enough for one to exist) and a strided sample of the
+   rest, binned by radius (no sort); a wide margin for the sample's error.
+   dense[0] / dense[1]: whether zone A (below the centre) / B (above)
+   holds more than 1/512 of the row (then a zone pass gathers it
+   branch-free: with a 16-lane vector, a branch per vector mispredicts
+   often from about there). */
+#define MS__TYP_BINS 1024
+MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, double z, double yc, double target,
+                                  double *r_lo, double *r_hi, int dense[2]) {
   ms__ws *w = R->w;
-  const int32_t V = R->V;
+  const int32_t V = R->V, S = MS__SAMPLE;
+  const int plain = R->enable == NULL && R->n_touched == 0 && !R->sparse;
   float hcut = (float)(z / MS__TYP_HEAVY);
   float *key = w->cv, *wt = w->qs;
-  int32_t *idx = w->ci, nh, n, i, S = MS__SAMPLE;
-  double heavy = 0.0, light = 0.0, var = 0.0, scale, cum, delta, step = (double)V / S;
-  nh = R->K->compact_ge(e, V, NULL, hcut, idx, wt, MS__TYP_HEAVY + 64);
+  int32_t nh = 0, n, i, b, in_a = 0, in_b = 0;
+  double heavy = 0.0, light = 0.0, var = 0.0, scale, cum, delta, step = (double)V / S, dmax = 0.0, inv_width;
+  double hist[MS__TYP_BINS];
+  /* weights are at most 1: below z = 2048 nothing can be heavy */
+  if (hcut <= 1.0f) nh = R->K->compact_ge(e, V, NULL, hcut, w->ci, wt, MS__TYP_HEAVY + 64);
   if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
-  for (i = 0; i < nh; i++) heavy += (double)wt[i];
+  for (i = 0; i < nh; i++) {
+    heavy += (double)wt[i];
+    key[i] = (ms__eff(R, w->ci[i]) - m) * s;
+  }
   n = nh;
   for (i = 0; i < S; i++) {
-    float x = e[(int32_t)(i * step)];
-    if (x > 0.0f && x < hcut) { wt[n++] = x; light += (double)x; }
+    int32_t pos = (int32_t)(i * step);
+    float x = e[pos];
+    if (x > 0.0f && x < hcut) {
+      /* the scaled logit, as the weight was computed from it (no log) */
+      key[n] = ((plain ? R->x[pos] : ms__eff(R, pos)) - m) * s;
+      wt[n++] = x;
+      light += (double)x;
+    }
   }
   /* the sampled light weights stand for all of them: z - heavy */
   scale = light > 0.0 ? (z - heavy > 0.0 ? z - heavy : 0.0) / light : 0.0;
   for (i = 0; i < n; i++) {
-    key[i] = (float)-fabs(log((double)wt[i]) - yc); /* descending -key = ascending key */
-    idx[i] = i;
+    double d = (double)key[i] - yc;
+    key[i] = (float)d; /* signed: below (A) or above (B) the centre */
+    if (fabs(d) > dmax) dmax = fabs(d);
     if (i >= nh) { wt[i] = (float)((double)wt[i] * scale); var += (double)wt[i] * (double)wt[i]; }
   }
-  ms__sort_desc(w, key, idx, n);
+  inv_width = MS__TYP_BINS / (dmax * 1.0001 + 1e-9);
+  memset(hist, 0, sizeof hist);
+  for (i = 0; i < n; i++) {
+    b = (int32_t)(fabs((double)key[i]) * inv_width);
+    hist[b < MS__TYP_BINS ? b : MS__TYP_BINS - 1] += (double)wt[i];
+  }
   {
     /* the sampled mass below a radius errs by about sqrt(f (1 - f) sum w^2)
-       (f: its share of the light mass): 4 sigma, plus the heavy cut's grain */
+       (f: its share of the light mass), plus the heavy cut's grain */
     double f = target / z;
     f = f < 0.05 ? 0.05 : (f > 0.95 ? 0.95 : f);
-    /* 1.5 sigma: a bracket that misses costs two passes to widen, a wide
-       one costs more narrowing than that */
-    delta = 1.5 * sqrt(var * f * (1.0 - f)) + 2.0 * (double)hcut;
+    /* 2.5 sigma: a bracket that misses costs another pass over the row
+       (measured: at 1.5 sigma a third of the rows missed, the strided
+       sample's error being larger than this estimate of it); a wider one
+       costs only more narrowing in cache */
+    delta = 2.5 * sqrt(var * f * (1.0 - f)) + 2.0 * (double)hcut;
     if (target + delta > 0.5 * (target + z)) delta = 0.5 * (z - target);
     if (target - delta < 0.5 * target) delta = 0.5 * target;
   }
   *r_lo = 0.0; *r_hi = INFINITY;
   cum = 0.0;
-  for (i = 0; i < n; i++) {
-    double k = -(double)key[i], wi = (double)wt[idx[i]];
-    if (cum <= target - delta) *r_lo = k;
-    cum += wi;
-    if (cum >= target + delta) { *r_hi = k; break; }
+  for (b = 0; b < MS__TYP_BINS; b++) {
+    /* bin b holds radii [b, b + 1) * width */
+    if (cum <= target - delta) *r_lo = b / inv_width;
+    cum += hist[b];
+    if (cum >= target + delta) { *r_hi = (b + 1) / inv_width; break; }
   }
   *r_lo *= 0.999;
   if (*r_hi != INFINITY) *r_hi = *r_hi * 1.001 + 1e-6;
+  /* the zones' share of the row, from the light sample: a zone lane in
+     most vectors makes a branch per vector mispredict */
+  for (i = nh; i < n; i++) {
+    double d = (double)key[i];
+    if (fabs(d) >= *r_lo && fabs(d) <= *r_hi) { in_a += d < 0.0; in_b += d >= 0.0; }
+  }
+  dense[0] = in_a * 512 > S;
+  dense[1] = in_b * 512 > S;
 }
 
 /* Gathers zone members of [lo, hi] from v[0..n) (ids[] maps v's positions
@@ -526,139 +582,257 @@ MS__PRIVATE void ms__typ_widen_out(double *r_lo, double *r_hi, double r_max) {
   *r_hi = *r_hi + 2.0 * wd < r_max ? *r_hi + 2.0 * wd : (*r_hi < r_max ? r_max : INFINITY);
 }
 
+/* The state of a band search around the centre ec = exp(yc): the mass
+   of the inner interval (ahi, blo), the zones [alo, ahi] and [blo, bhi]
+   between radii r_lo and r_hi, and at the end the zone tokens sorted by
+   exact score in ws->ci / ws->cv (-score), n of them, the first `kept`
+   kept (-1: the target lies beyond the zones). */
+typedef struct ms__typ_walk {
+  double yc, target, inner, r_lo, r_hi;
+  float ec, alo, ahi, blo, bhi;
+  int32_t n, kept;
+} ms__typ_walk;
+
+/* Narrows the zones A (below the centre) and B (above) in cache, 8 radii
+   per pass, down to a few dozen tokens; sorts those by exact score and
+   walks them from the inner mass with the engine's rule (see
+   ms__typical_row). Every inner token must lie nearer than every zone
+   token that the walk can stop at, which the callers ensure. */
+MS__PRIVATE void ms__typ_resolve(ms__row *R, const float *e, float m, float s, int hf, ms__typ_zone *A, ms__typ_zone *B,
+                                 ms__typ_walk *T) {
+  ms__ws *w = R->w;
+  const ms__kernels *K = R->K;
+  double cum;
+  int32_t i, n, level;
+  for (level = 0; T->r_hi != INFINITY && A->n + B->n > 48 && level < 8; level++) {
+    float thA[8], thB[8];
+    double aA[8], aB[8], rk[8], nl, nh;
+    int32_t k;
+    for (k = 0; k < 8; k++) {
+      rk[k] = T->r_lo + (T->r_hi - T->r_lo) * (double)(k + 1) / 9.0;
+      thA[k] = (float)((double)T->ec * exp(-rk[k]));
+      thB[k] = (float)((double)T->ec * exp(rk[k]));
+    }
+    K->mass_above8(A->v, A->n, thA, 0, aA);
+    K->mass_above8(B->v, B->n, thB, 0, aB);
+    /* mass within radius rk: A's weights above thA, B's not above thB */
+    for (k = 0; k < 8 && T->inner + aA[k] + (B->w - aB[k]) < T->target; k++) {}
+    nl = k == 0 ? T->r_lo : rk[k - 1];
+    nh = k == 8 ? T->r_hi : rk[k];
+    if (nl == T->r_lo && nh == T->r_hi) break;
+    ms__typ_bounds(T->ec, nl, nh, &T->alo, &T->ahi, &T->blo, &T->bhi);
+    {
+      ms__typ_zone A2 = *A, B2 = *B; /* values gathered in place */
+      double upA, upB, wB = B->w;
+      A2.id = A->id_out; B2.id = B->id_out;
+      upA = ms__typ_gather(R, A->v, A->id, A->n, T->alo, T->ahi, &A2); /* in place: the gather never overtakes */
+      upB = ms__typ_gather(R, B->v, B->id, B->n, T->blo, T->bhi, &B2);
+      T->inner += upA + (wB - upB - B2.w);                            /* what moved inside the new zones */
+      *A = A2; *B = B2;
+    }
+    T->r_lo = nl; T->r_hi = nh;
+  }
+  /* exact scores of the zones, ascending; walk from the inner mass */
+  n = 0;
+  for (i = 0; i < B->n; i++) { w->ci[n] = B->id[i]; n++; }
+  for (i = 0; i < A->n; i++) { w->ci[n] = A->id[i]; n++; }
+  for (i = 0; i < n; i++) {
+    float y = (ms__eff(R, w->ci[i]) - m) * s;
+    w->cv[i] = (float)-fabs((double)y - T->yc);
+  }
+  ms__sort_desc(w, w->cv, w->ci, n);
+  if (!hf) {
+    /* equal scores: the likelier (larger y), then the lower id */
+    int32_t a = 0;
+    while (a < n) {
+      int32_t b = a + 1, u, q;
+      while (b < n && w->cv[b] == w->cv[a]) b++;
+      for (u = a + 1; u < b; u++) {
+        int32_t x = w->ci[u];
+        float ex = e[x];
+        for (q = u - 1; q >= a && (e[w->ci[q]] < ex || (e[w->ci[q]] == ex && w->ci[q] > x)); q--) w->ci[q + 1] = w->ci[q];
+        w->ci[q + 1] = x;
+      }
+      a = b;
+    }
+  }
+  cum = T->inner;
+  T->n = n;
+  T->kept = -1;
+  for (i = 0; i < n; i++) {
+    cum += (double)e[w->ci[i]];
+    if (hf ? !(cum < T->target) : cum > T->target) {
+      T->kept = i + 1;
+      if (hf) while (T->kept < n && w->cv[T->kept] == w->cv[i]) T->kept++; /* every score <= the cut's */
+      break;
+    }
+  }
+}
+
+/* The kept band of a finished walk in weights: the inner interval plus
+   the kept zone weights. */
+MS__PRIVATE void ms__typ_band(const ms__ws *w, const float *e, const ms__typ_walk *T, float *lo_w, float *hi_w) {
+  int32_t i;
+  if (T->ahi == T->ec) { *lo_w = INFINITY; *hi_w = 0.0f; } /* no inner interval */
+  else { *lo_w = nextafterf(T->ahi, INFINITY); *hi_w = nextafterf(T->blo, 0.0f); }
+  for (i = 0; i < T->kept; i++) {
+    float v = e[w->ci[i]];
+    if (v < *lo_w) *lo_w = v;
+    if (v > *hi_w) *hi_w = v;
+  }
+}
+
+/* How ms__typical_row leaves the row of weights. */
+enum {
+  MS__TYP_BAND,  /* zero what is dropped, by a pass over the row at the end */
+  MS__TYP_ZERO,  /* e is exactly the row's weights at (m, s): the zone pass
+                    zeroes what lies beyond its zones at once (a bracket that
+                    misses outward rebuilds e), then the zones are decided */
+  MS__TYP_FLOOR  /* the kept set is e >= *floor: only what lies above the
+                    band (few: the likeliest tokens) and split-off ties are
+                    zeroed, nothing below */
+};
+
 /* Typical on the full row of weights e (taking part: e > 0; the rest 0),
    z their sum and ysum = sum e * y. p: the mass; hf: HF's rule (the cut is
    the first position whose running mass reaches p, every score <= the
    cut's stays), else llama.cpp's (the shortest prefix whose mass exceeds
-   p; equal scores: the likelier, then the lower id first). Zeroes what is
-   dropped; *kmass, *kcount, *kmax: weight, count, largest weight kept. */
+   p; equal scores: the likelier, then the lower id first). mode: what
+   happens to e (MS__TYP_*). *kmass: the weight kept; *kcount and *kmax
+   (count and largest weight kept) with stats, or in MS__TYP_BAND;
+   *floor: MS__TYP_FLOOR's threshold. */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
-                                 double *kmass, int32_t *kcount, float *kmax) {
+                                 int mode, int stats, double *kmass, int32_t *kcount, float *kmax, float *floor) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
   const int32_t V = R->V;
-  double yc = ysum / z, target = (double)p * z, r_lo = 0.0, r_hi = INFINITY, inner = 0.0, cum, r_max;
-  float ec = (float)exp(yc), alo, ahi, blo, bhi, lo_w, hi_w, mx;
+  double r_max;
+  float lo_w, hi_w, bounds[4];
   ms__typ_zone A, B;
-  int32_t attempt, i, n, kept = 0, level;
-  int ok = 0;
-  A.v = w->tv; A.id = w->ti; B.v = w->xv; B.id = w->xi;
+  ms__typ_walk T;
+  ms__zone_out zo;
+  int32_t attempt, i, nb_all = 0;
+  int ok = 0, zeroed = 0, dense[2] = {1, 1};
+  memset(&T, 0, sizeof T);
+  memset(&zo, 0, sizeof zo);
+  T.yc = ysum / z; T.target = (double)p * z; T.r_hi = INFINITY; T.ec = (float)exp(T.yc);
   /* no score exceeds r_max: the top token has y = 0, the lightest
      weight y >= ln(2^-149) */
-  r_max = (-yc > yc + 103.28 ? -yc : yc + 103.28) * 1.001 + 1e-6;
-  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, z, yc, target, &r_lo, &r_hi);
-  if (r_hi > r_max) r_hi = r_max;
+  r_max = (-T.yc > T.yc + 103.28 ? -T.yc : T.yc + 103.28) * 1.001 + 1e-6;
+  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, m, s, z, T.yc, T.target, &T.r_lo, &T.r_hi, dense);
+#ifdef MS__TEST_TYP_SKEW
+  /* tests only: a bracket off by this factor drives the retries */
+  T.r_lo *= MS__TEST_TYP_SKEW; T.r_hi *= MS__TEST_TYP_SKEW;
+#endif
+  if (T.r_hi > r_max) T.r_hi = r_max;
+  /* the pass gathers zone A into (zi, tv) and B into (zb, xv); narrowing
+     keeps the values in place and puts the ids in ti / xi, so the pass's
+     id lists stay for the end */
+  zo.ida = w->zi; zo.va = w->tv; zo.idb = w->zb; zo.vb = w->xv;
   for (attempt = 0; !ok; attempt++) {
-    double aboveA, aboveB;
-    if (attempt >= 3) { r_lo = 0.0; r_hi = INFINITY; }
-    ms__typ_bounds(ec, r_lo, r_hi, &alo, &ahi, &blo, &bhi);
-    aboveB = ms__typ_gather(R, e, NULL, V, blo, bhi, &B);
-    aboveA = ms__typ_gather(R, e, NULL, V, alo, ahi, &A);
-    inner = aboveA - B.w - aboveB; /* weights strictly between the zones */
-    if (inner < 0.0) inner = 0.0;  /* rounding */
+    if (attempt >= 3) { T.r_lo = 0.0; T.r_hi = INFINITY; }
+    ms__typ_bounds(T.ec, T.r_lo, T.r_hi, &T.alo, &T.ahi, &T.blo, &T.bhi);
+    /* one pass: the core (ahi, blo) summed, the zones [alo, ahi] and
+       [blo, bhi] gathered (MS__TYP_FLOOR: all of [blo, inf), the few
+       above the band included), and with MS__TYP_ZERO everything beyond
+       zeroed */
+    bounds[0] = T.alo; bounds[1] = T.ahi; bounds[2] = T.blo; bounds[3] = mode == MS__TYP_FLOOR ? INFINITY : T.bhi;
+    K->zones(e, V, bounds, dense[0] || attempt > 0, dense[1] || attempt > 0, mode == MS__TYP_ZERO, stats, &zo, V);
+    zeroed = mode == MS__TYP_ZERO; /* (cap V: zones never fails) */
+    nb_all = zo.nb;
+    if (mode == MS__TYP_FLOOR) {
+      /* the zone B proper first, what lies above it after */
+      int32_t j = 0;
+      for (i = 0; i < zo.nb; i++) {
+        if (zo.vb[i] <= T.bhi) {
+          float v = zo.vb[i]; int32_t id = zo.idb[i];
+          zo.vb[i] = zo.vb[j]; zo.idb[i] = zo.idb[j];
+          zo.vb[j] = v; zo.idb[j] = id; j++;
+        }
+      }
+      zo.nb = j;
+    }
+    A.v = zo.va; A.id = zo.ida; A.id_out = w->ti; A.n = zo.na; A.w = K->block_sums_ge(A.v, A.n, 0.0f, w->blocks);
+    B.v = zo.vb; B.id = zo.idb; B.id_out = w->xi; B.n = zo.nb; B.w = K->block_sums_ge(B.v, B.n, 0.0f, w->blocks);
+    T.inner = zo.core_mass;
     /* a miss: the next bracket is the neighbouring range, twice as wide */
     if (attempt >= 3) {} /* the whole row: always decided below */
-    else if (inner > target && r_lo > 0.0) {                               /* the crossing lies nearer */
-      double wd = r_hi == INFINITY ? r_lo : r_hi - r_lo;
-      r_hi = r_lo; r_lo = r_lo - 2.0 * wd > 0.0 ? r_lo - 2.0 * wd : 0.0;
+    else if (T.inner > T.target && T.r_lo > 0.0) {                         /* the crossing lies nearer */
+      double wd = T.r_hi == INFINITY ? T.r_lo : T.r_hi - T.r_lo;
+      T.r_hi = T.r_lo; T.r_lo = T.r_lo - 2.0 * wd > 0.0 ? T.r_lo - 2.0 * wd : 0.0;
       continue;
     }
-    else if (inner + A.w + B.w < target && r_hi != INFINITY) {
-      ms__typ_widen_out(&r_lo, &r_hi, r_max);
+    else if (T.inner + A.w + B.w < T.target && T.r_hi != INFINITY) {
+      if (zeroed) { ms__row_exp_sum(R, m, s, e, NULL); zeroed = 0; } /* the weights beyond were zeroed */
+      ms__typ_widen_out(&T.r_lo, &T.r_hi, r_max);
       continue;
     }
-    /* narrow in cache: 8 radii per pass over the zones */
-    for (level = 0; r_hi != INFINITY && A.n + B.n > 48 && level < 8; level++) {
-      float thA[8], thB[8];
-      double aA[8], aB[8], rk[8], nl, nh;
-      int32_t k;
-      for (k = 0; k < 8; k++) {
-        rk[k] = r_lo + (r_hi - r_lo) * (double)(k + 1) / 9.0;
-        thA[k] = (float)((double)ec * exp(-rk[k]));
-        thB[k] = (float)((double)ec * exp(rk[k]));
+    ms__typ_resolve(R, e, m, s, hf, &A, &B, &T);
+    if (T.kept < 0) {
+      if (T.r_hi == INFINITY || attempt >= 3) { T.kept = T.n; ok = 1; } /* never reached: keep all */
+      else {
+        if (zeroed) { ms__row_exp_sum(R, m, s, e, NULL); zeroed = 0; }
+        ms__typ_widen_out(&T.r_lo, &T.r_hi, r_max);
       }
-      K->mass_above8(A.v, A.n, thA, 0, aA);
-      K->mass_above8(B.v, B.n, thB, 0, aB);
-      /* mass within radius rk: A's weights above thA, B's not above thB */
-      for (k = 0; k < 8 && inner + aA[k] + (B.w - aB[k]) < target; k++) {}
-      nl = k == 0 ? r_lo : rk[k - 1];
-      nh = k == 8 ? r_hi : rk[k];
-      if (nl == r_lo && nh == r_hi) break;
-      ms__typ_bounds(ec, nl, nh, &alo, &ahi, &blo, &bhi);
-      {
-        ms__typ_zone A2 = A, B2 = B; /* the same buffers: gathered in place */
-        double upA, upB, wB = B.w;
-        upA = ms__typ_gather(R, A.v, A.id, A.n, alo, ahi, &A2);   /* in place: the gather never overtakes */
-        upB = ms__typ_gather(R, B.v, B.id, B.n, blo, bhi, &B2);
-        inner += upA + (wB - upB - B2.w);                          /* what moved inside the new zones */
-        A = A2; B = B2;
-      }
-      r_lo = nl; r_hi = nh;
-    }
-    /* exact scores of the zones, ascending; walk from the inner mass */
-    n = 0;
-    for (i = 0; i < B.n; i++) { w->ci[n] = B.id[i]; n++; }
-    for (i = 0; i < A.n; i++) { w->ci[n] = A.id[i]; n++; }
-    for (i = 0; i < n; i++) {
-      float y = (ms__eff(R, w->ci[i]) - m) * s;
-      w->cv[i] = (float)-fabs((double)y - yc);
-    }
-    ms__sort_desc(w, w->cv, w->ci, n);
-    if (!hf) {
-      /* equal scores: the likelier (larger y), then the lower id */
-      int32_t a = 0;
-      while (a < n) {
-        int32_t b = a + 1, u, q;
-        while (b < n && w->cv[b] == w->cv[a]) b++;
-        for (u = a + 1; u < b; u++) {
-          int32_t x = w->ci[u];
-          float ex = e[x];
-          for (q = u - 1; q >= a && (e[w->ci[q]] < ex || (e[w->ci[q]] == ex && w->ci[q] > x)); q--) w->ci[q + 1] = w->ci[q];
-          w->ci[q + 1] = x;
-        }
-        a = b;
-      }
-    }
-    cum = inner;
-    kept = -1;
-    for (i = 0; i < n; i++) {
-      cum += (double)e[w->ci[i]];
-      if (hf ? !(cum < target) : cum > target) {
-        kept = i + 1;
-        if (hf) while (kept < n && w->cv[kept] == w->cv[i]) kept++; /* every score <= the cut's */
-        break;
-      }
-    }
-    if (kept < 0) {
-      if (r_hi == INFINITY || attempt >= 3) { kept = n; ok = 1; }      /* never reached: keep all */
-      else ms__typ_widen_out(&r_lo, &r_hi, r_max);
       continue;
     }
     ok = 1;
   }
-  /* the kept band: the inner interval plus the kept zone weights; zone
-     members inside it that were not kept are zeroed one by one */
-  if (ahi == ec) { lo_w = INFINITY; hi_w = 0.0f; } /* no inner interval */
-  else { lo_w = nextafterf(ahi, INFINITY); hi_w = nextafterf(blo, 0.0f); }
-  for (i = 0; i < kept; i++) {
-    float v = e[w->ci[i]];
-    if (v < lo_w) lo_w = v;
-    if (v > hi_w) hi_w = v;
+  ms__typ_band(w, e, &T, &lo_w, &hi_w);
+  if (mode == MS__TYP_FLOOR) {
+    /* kept: the inner mass and the walk's prefix; dropped above the band:
+       the pass's B tokens beyond hi_w; dropped below: e < lo_w */
+    double km = T.inner;
+    for (i = 0; i < T.kept; i++) km += (double)e[w->ci[i]];
+    for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
+    for (i = 0; i < nb_all; i++) if (e[zo.idb[i]] > hi_w) e[zo.idb[i]] = 0.0f;
+    *kmass = km; *kcount = 0; *kmax = 0.0f; *floor = lo_w;
+    return;
   }
-  K->band_keep(e, V, lo_w, hi_w, kmass, kcount, &mx);
-  {
-    int recount = 0;
-    for (i = kept; i < n; i++) {
-      int32_t id = w->ci[i];
-      float v = e[id];
-      if (v > 0.0f && v >= lo_w && v <= hi_w) {
-        e[id] = 0.0f; *kmass -= (double)v; (*kcount)--;
-        if (v == mx) recount = 1;
+  for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
+  if (zeroed) {
+    /* beyond the pass's zones e is zero already, and its core is kept
+       whole: only the zone tokens are left to decide (branch-free: which
+       of them stay is as good as random) */
+    double km = zo.core_mass;
+    int32_t kc = zo.core_count;
+    float kx = zo.core_max;
+    int side;
+    for (side = 0; side < 2; side++) {
+      const int32_t *ids = side ? zo.idb : zo.ida, nn = side ? zo.nb : zo.na;
+      for (i = 0; i < nn; i++) {
+        int32_t id = ids[i];
+        float v = e[id];
+        int keep = v >= lo_w && v <= hi_w; /* lo_w > 0: a zeroed tie stays out */
+        float kv = keep ? v : 0.0f;
+        e[id] = kv;
+        km += (double)kv;
+        kc += keep;
+        kx = kv > kx ? kv : kx;
       }
     }
-    if (recount) mx = K->floor_max(e, V);
+    *kmass = km; *kcount = kc; *kmax = kx;
+    return;
   }
-  *kmax = mx;
+  {
+    /* the band [lo_w, hi_w] over the whole row (the ties split off are 0 already) */
+    float mx;
+    K->band_keep(e, V, lo_w, hi_w, kmass, kcount, &mx);
+    *kmax = mx;
+  }
+}
+
+/* Typical on the whole row's weights at (m, s), with nothing cut before
+   it; returns z, the weight of the whole row (0: nothing has weight).
+   stats: ws->e gets the kept weights (0 elsewhere) and *kcount, *kmax are
+   set; else the kept set is e >= *floor in ws->e. */
+MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int hf, int stats, double *kmass,
+                                     int32_t *kcount, float *kmax, float *floor) {
+  float *e = R->w->e;
+  double ysum = 0.0, z = ms__row_exp_sum_y(R, m, s, e, &ysum);
+  *kmass = 0.0; *kcount = 0; *kmax = 0.0f; *floor = 1.40129846e-45f;
+  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, stats ? MS__TYP_ZERO : MS__TYP_FLOOR, stats, kmass, kcount, kmax, floor);
+  return z;
 }
 
 /* -- the kept set ------------------------------------------------------------
@@ -887,8 +1061,10 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     /* a huge min_p set with more filters: fall through to the full row */
   }
   {
-    /* full-row path: weights of the whole row, thresholds by selection */
-    double z = ms__row_exp_sum(R, k->m, k->s, w->e, NULL);
+    /* full-row path: weights of the whole row, thresholds by selection
+       (typical first on the whole row computes them itself) */
+    int typ_whole = typical && !k_on && p->top_p >= 1.0f && !(p->min_p > 0.0f);
+    double z = typ_whole ? 0.0 : ms__row_exp_sum(R, k->m, k->s, w->e, NULL);
     float t = 1.40129846e-45f; /* the smallest subnormal: keep every non-zero weight */
     double kept = z;       /* W(>= t), valid while kept_known */
     int kept_known = 1;
@@ -912,10 +1088,15 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             double mass = kept_known ? kept : z, kmass;
             int32_t kc;
             float kx;
+            if (typ_whole) {
+              z = ms__typical_whole(R, k->m, k->s, p->typical_p, 1, 0, &kmass, &kc, &kx, &t);
+              kept = kmass; kept_known = 1;
+              break;
+            }
             if (t > 1.40129846e-45f) R->K->band_keep(w->e, V, t, INFINITY, &mass, &kc, &kx);
             if (mass > 0.0) {
               ms__typical_row(R, w->e, k->m, k->s, mass, ms__row_wdot(R, w->e, t, k->m, k->s), p->typical_p, 1,
-                              &kmass, &kc, &kx);
+                              MS__TYP_BAND, 1, &kmass, &kc, &kx, NULL);
               kept = kmass; kept_known = 1;
             }
           }

@@ -246,6 +246,7 @@ typedef struct ms__ws {
   float *blk;               /* one block of weights (MS__BLOCK) */
   uint32_t *ka, *kb; int32_t *ki; /* radix sort scratch (cap) */
   int32_t *pend;            /* deferred penalised ids (cap) */
+  int32_t *zi, *zb;         /* typical: the ids of a zone pass's two zones (cap each) */
   float *hrow;              /* the row materialised for a custom hook (cap) */
   int32_t hist_cap;         /* DRY: the longest window the scratch below holds */
   int32_t *hz;              /* DRY: match lengths of the window (hist_cap) */
@@ -255,7 +256,7 @@ MS__PRIVATE size_t ms__ws_size(int32_t cap, int32_t hist) {
   size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
   size_t s = 0;
   s += ms__align_up(sizeof(ms__ws), 64);
-  s += 14 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend, hrow */
+  s += 16 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend, zi, zb, hrow */
   s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
   s += 2 * ms__align_up(v * 4, 64);          /* qs, qs2 */
   s += ms__align_up(nb * 4, 64);
@@ -276,7 +277,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap, int32_t hist) {
   MS__TAKE(cv, float, v); MS__TAKE(ci, int32_t, v); MS__TAKE(tv, float, v); MS__TAKE(ti, int32_t, v);
   MS__TAKE(xv, float, v); MS__TAKE(xi, int32_t, v);
   MS__TAKE(ka, uint32_t, v); MS__TAKE(kb, uint32_t, v); MS__TAKE(ki, int32_t, v);
-  MS__TAKE(pend, int32_t, v); MS__TAKE(hrow, float, v);
+  MS__TAKE(pend, int32_t, v); MS__TAKE(zi, int32_t, v); MS__TAKE(zb, int32_t, v); MS__TAKE(hrow, float, v);
   MS__TAKE(enable, uint32_t, words); MS__TAKE(mask, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
   MS__TAKE(qs, float, v); MS__TAKE(qs2, float, v);
   MS__TAKE(blocks, float, nb);

@@ -32,6 +32,8 @@
 #define MSV_UNORD(a, b) _mm256_cmp_ps(a, b, _CMP_UNORD_Q)
 #define MSV_MAND(a, b) _mm256_and_ps(a, b)
 #define MSV_MOR(a, b) _mm256_or_ps(a, b)
+#define MSV_MXOR(a, b) _mm256_xor_ps(a, b)
+#define MSV_INR(x, lo, hi) MSV_MAND(MSV_GE(x, lo), MSV_LE(x, hi))
 #define MSV_BITS(m) ((unsigned)_mm256_movemask_ps(m))
 #define MSV_FROM_BITS(b) _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(b)), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)))
 #define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))
@@ -80,6 +82,10 @@ static const uint32_t ms__compress_lut_avx2[256] = {
     _mm256_storeu_ps((vals), _mm256_permutevar8x32_ps((x), sel_)); \
     _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), sel_)); \
   } while (0)
+#define MSV_COMPRESS_IDS(ids, m, base) \
+  _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), \
+    _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
+                                       _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
 #define MSV_POW2N(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #if MSV_ENABLED
 MSV_TARGET static inline float ms__hsum_avx2(__m256 v) {

@@ -34,6 +34,12 @@
 #define MSV_UNORD(a, b) _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q)
 #define MSV_MAND(a, b) ((__mmask16)((a) & (b)))
 #define MSV_MOR(a, b) ((__mmask16)((a) | (b)))
+#define MSV_MXOR(a, b) ((__mmask16)((a) ^ (b)))
+/* lo <= x <= hi for non-negative, non-NaN floats (weights), whose bit
+   patterns order as unsigned integers: one subtraction and one unsigned
+   compare instead of two compares (compares into a mask issue on one port) */
+#define MSV_INR(x, lo, hi) _mm512_cmple_epu32_mask(_mm512_sub_epi32(_mm512_castps_si512(x), _mm512_castps_si512(lo)), \
+                                                   _mm512_sub_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo)))
 #define MSV_BITS(m) ((unsigned)(m))
 #define MSV_FROM_BITS(b) ((__mmask16)(b))
 #define MSV_ADD_MASKED(acc, m, w) _mm512_mask_add_ps((acc), (m), (acc), (w))
@@ -44,6 +50,9 @@
     _mm512_storeu_ps((vals), _mm512_maskz_compress_ps((m), (x))); \
     _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)))); \
   } while (0)
+/* the ids alone (the values are read back later where few are kept) */
+#define MSV_COMPRESS_IDS(ids, m, base) \
+  _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))))
 #define MSV_SELZ(m, v) _mm512_maskz_mov_ps(m, v)
 #define MSV_POW2N(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define MSV_HSUM(v) _mm512_reduce_add_ps(v)

@@ -94,6 +94,16 @@ typedef struct ms__topk {
   float thr;             /* admission threshold: >= k entries are >= thr once raised */
 } ms__topk;
 
+/* A zone pass of typical's band search (ms__zones): the two zones'
+   tokens (ids, values), the core's weight, count, largest. */
+typedef struct ms__zone_out {
+  int32_t *ida, *idb;
+  float *va, *vb;
+  int32_t na, nb, core_count;
+  double core_mass;
+  float core_max;
+} ms__zone_out;
+
 /* The kernel table: one set of function pointers per instruction set. */
 typedef struct ms__kernels {
   const char *name;
@@ -135,6 +145,14 @@ typedef struct ms__kernels {
   /* weights exp((x - m) * s) where e > 0 and x >= cut into out (0
      elsewhere; out may be e), per-block sums; returns their sum */
   double (*exp_where)(const float *x, const float *e, int32_t n, float m, float s, float cut, float *out, float *blocks);
+  /* typical's band search over e: zones A = [b0, b1] and B = [b2, b3]
+     gathered, the core between them summed (with stats also counted and
+     its max; ms__zone_out); with zero_out e is zeroed outside [b0, b3].
+     -1 past cap */
+  int (*zones)(float *e, int32_t n, const float bounds[4], int dense_a, int dense_b, int zero_out, int stats,
+               ms__zone_out *o, int32_t cap);
+  /* exp_sum writing the weights, plus the sum of e * (x - m) * s */
+  double (*exp_sum_y)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, double *ysum);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {

@@ -26,6 +26,8 @@
 #define MSV_UNORD(a, b) vmvnq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b)))
 #define MSV_MAND(a, b) vandq_u32(a, b)
 #define MSV_MOR(a, b) vorrq_u32(a, b)
+#define MSV_MXOR(a, b) veorq_u32(a, b)
+#define MSV_INR(x, lo, hi) MSV_MAND(MSV_GE(x, lo), MSV_LE(x, hi))
 #if MSV_ENABLED
 static inline unsigned ms__bits_neon(uint32x4_t m) {
   static const uint32_t w[4] = {1, 2, 4, 8};

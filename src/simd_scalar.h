@@ -24,6 +24,8 @@ typedef int msv_m_scalar;
 #define MSV_UNORD(a, b) ((a) != (a) || (b) != (b))
 #define MSV_MAND(a, b) ((a) & (b))
 #define MSV_MOR(a, b) ((a) | (b))
+#define MSV_MXOR(a, b) ((a) ^ (b))
+#define MSV_INR(x, lo, hi) MSV_MAND(MSV_GE(x, lo), MSV_LE(x, hi))
 #define MSV_BITS(m) ((unsigned)(m))
 #define MSV_FROM_BITS(b) ((int)((b) & 1u))
 #define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))

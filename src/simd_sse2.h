@@ -30,6 +30,8 @@
 #define MSV_UNORD(a, b) _mm_cmpunord_ps(a, b)
 #define MSV_MAND(a, b) _mm_and_ps(a, b)
 #define MSV_MOR(a, b) _mm_or_ps(a, b)
+#define MSV_MXOR(a, b) _mm_xor_ps(a, b)
+#define MSV_INR(x, lo, hi) MSV_MAND(MSV_GE(x, lo), MSV_LE(x, hi))
 #define MSV_BITS(m) ((unsigned)_mm_movemask_ps(m))
 #define MSV_FROM_BITS(b) _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((int)(b)), _mm_setr_epi32(1, 2, 4, 8)), _mm_setr_epi32(1, 2, 4, 8)))
 #define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))

@@ -19,6 +19,8 @@
 #undef MSV_UNORD
 #undef MSV_MAND
 #undef MSV_MOR
+#undef MSV_MXOR
+#undef MSV_INR
 #undef MSV_BITS
 #undef MSV_FROM_BITS
 #undef MSV_SELZ
@@ -30,3 +32,4 @@
 #undef MSV_ADD_MASKED
 #undef MSV_HAVE_COMPRESS
 #undef MSV_COMPRESS
+#undef MSV_COMPRESS_IDS

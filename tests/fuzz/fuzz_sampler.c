@@ -3,13 +3,17 @@
    sequence and raw float bit patterns for the logits. Invariants: the
    sampler never crashes, agrees with ms_params_validate, returns a token
    in range whose final probability is non-zero, a distribution that sums
-   to 1, and sorted logprobs; on error the token is -1. */
+   to 1, and sorted logprobs; on error the token is -1. A byte may widen
+   the row past 4096 tokens (copies of the given logits, each shifted by
+   a step that may be 0: ties), where typical-p and top-p estimate their
+   thresholds from samples before exact passes. */
 #define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include <stdio.h>
+#define MAXV 8200
 #define FAIL() do { fprintf(stderr, "fuzz_sampler: invariant at line %d\n", __LINE__); abort(); } while (0)
 
 typedef struct rd { const uint8_t *p; size_t n; } rd;
@@ -30,16 +34,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static ms_sampler *s;
   rd r = {data, size};
   int32_t V = 1 + (int32_t)(take(&r, 2) % 300), i;
-  float logits[300], probs[300];
+  static float logits[MAXV], probs[MAXV];
   ms_params p = ms_params_default();
   ms_bias bias[4]; int32_t allowed[6], banned[4], stops[3], prompt[16], output[16];
-  uint32_t mask[10];
+  static uint32_t mask[(MAXV + 31) / 32];
   int32_t n_prompt, n_output;
   ms_seq *q = NULL;
   ms_output out; ms_logprob top[8];
   ms_result rv, rs, rp;
   char msg[256];
-  if (!s) { ms_sampler_desc d; memset(&d, 0, sizeof d); d.max_vocab = 300; if (ms_sampler_create(&s, &d) != MS_OK) FAIL(); }
+  if (!s) { ms_sampler_desc d; memset(&d, 0, sizeof d); d.max_vocab = MAXV; if (ms_sampler_create(&s, &d) != MS_OK) FAIL(); }
   p.profile = (ms_profile)(take(&r, 1) % 4);
   p.temperature = take_float(&r);
   p.top_k = (int32_t)(take(&r, 2) % 400) - 2;
@@ -58,7 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   p.n_banned_ids = (int32_t)(take(&r, 1) % 5);
   for (i = 0; i < p.n_banned_ids; i++) banned[i] = (int32_t)(take(&r, 2) % 305);
   p.banned_ids = banned;
-  if (take(&r, 1) % 4 == 0) { for (i = 0; i < 10; i++) mask[i] = take(&r, 4); p.token_bitmask = mask; }
+  if (take(&r, 1) % 4 == 0) {
+    /* the mask covers the widest row: its ten words repeat */
+    for (i = 0; i < 10; i++) mask[i] = take(&r, 4);
+    for (i = 10; i < (MAXV + 31) / 32; i++) mask[i] = mask[i % 10];
+    p.token_bitmask = mask;
+  }
   if (take(&r, 1) % 4 == 0) {
     static int32_t bw[8], bl[4];
     int32_t w, at = 0;
@@ -115,6 +124,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (kind < 230) logits[i] = (float)((int32_t)take(&r, 2) - 32768) / 2048.0f;
     else { uint32_t bits = take(&r, 4); memcpy(&logits[i], &bits, 4); }
   }
+  if (take(&r, 1) >= 192) {
+    /* wide: copies of the row, copy c shifted by c * step */
+    int32_t V2 = 4097 + (int32_t)(take(&r, 2) % (MAXV - 4097)), c;
+    float step = (float)((int32_t)take(&r, 1) - 128) / 1024.0f;
+    for (i = V; i < V2; i++) { c = i / V; logits[i] = logits[i % V] + (float)c * step; }
+    V = V2;
+  }
   if (take(&r, 1) % 3) {
     if (ms_seq_create(&q, 40) != MS_OK) FAIL();
     if (ms_seq_reset(q, prompt, n_prompt, V, &p, 0) != MS_OK) FAIL();
@@ -146,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the workspace invariants between calls (internals: this file holds
        the implementation): enable all ones, no touched bits left */
     const ms__ws *w = s->ws[0];
-    int32_t words = (300 + 31) / 32;
+    int32_t words = (MAXV + 31) / 32;
     for (i = 0; i < words; i++) if (w->enable[i] != 0xffffffffu || w->touched_bits[i] != 0u) { fprintf(stderr, "word %d enable %08x touched %08x\n", (int)i, w->enable[i], w->touched_bits[i]); FAIL(); }
   }
   ms_seq_destroy(q);
