@@ -10,6 +10,8 @@
 #   5. a load test: 64 concurrent streams for LOAD_SECONDS (default 30) with
 #      random disconnects: no lost/truncated/mixed streams, no leaked slots,
 #      memory flat
+#   6. --cuda on the CUDA emulator (tests/cuda_emu): the same tokens as the
+#      CPU path; and --cuda without a driver falls back to the CPU
 # Ends with "N passed, N failed, N skipped". Takes about 1.5 minutes.
 # SERVER_BIN=path runs another build of the server (e.g. under sanitizers)
 # instead of building build/examples/server.
@@ -120,6 +122,29 @@ else
     cat "$tmp/l2.out"; tally "$tmp/l2.out"
     [ $rc = 0 ] || grep -q '^FAIL ' "$tmp/l2.out" || ko llama2_run "exit $rc"
   else ko start_llama2; fi
+  echo "-- --cuda on the CUDA emulator (tests/cuda_emu: the kernels on the CPU, no GPU here)"
+  if make -s build/cuda_emu/libcuda_emu.so > "$tmp/emu.log" 2>&1; then
+    export MYSAMPLE_CUDA_CACHE="$tmp/kernel-cache"
+    if MYSAMPLE_CUDA_DRIVER_PATH=build/cuda_emu/libcuda_emu.so start gpu --cuda --slots 16 && gport=$PORT \
+       && start cpu --slots 16; then
+      if grep -q "sampling on the GPU" "$tmp/gpu.log"; then
+        timeout 600 python3 tests/e2e/cuda_compare.py 127.0.0.1 "$gport" "$PORT" "$MODEL" > "$tmp/cuda.out" 2>&1
+        rc=$?
+        cat "$tmp/cuda.out"; tally "$tmp/cuda.out"
+        [ $rc = 0 ] || grep -q '^FAIL ' "$tmp/cuda.out" || ko cuda_compare_run "exit $rc"
+      else sk cuda_emu_server "$(grep -- '--cuda' "$tmp/gpu.log" | head -n1)"; fi
+    else ko start_cuda_emu "$(tail -n 3 "$tmp/gpu.log")"; fi
+  else sk cuda_emu_server "the emulator did not build: $(tail -n 2 "$tmp/emu.log")"; fi
+  # --cuda where no driver can be loaded: a message, then the CPU
+  if MYSAMPLE_CUDA_DRIVER_PATH=/nonexistent/libcuda.so.1 start nogpu --cuda --slots 2; then
+    h=$(curl -sS --max-time 20 "http://127.0.0.1:$PORT/health" 2>/dev/null)
+    r=$(curl -sS --max-time 20 -H 'Content-Type: application/json' -d '{"model":"'$MODEL'","prompt":"The cat","max_tokens":5}' \
+        "http://127.0.0.1:$PORT/v1/completions" 2>/dev/null)
+    if [[ $h == *'"sampler":"cpu"'* && $r == *'"completion_tokens":5'* ]] && grep -q -- '--cuda: .*nonexistent.*sampling on the CPU' "$tmp/nogpu.log"; then
+      ok cuda_fallback_without_driver
+    else ko cuda_fallback_without_driver "$h $(cat "$tmp/nogpu.log")"; fi
+  else ko start_nogpu; fi
+
   # a checkpoint that does not match its header is refused at start-up
   head -c 1000 "$tmp/l2/model.bin" > "$tmp/l2/bad.bin" 2>/dev/null
   if ! timeout 10 "$SERVER" --port 0 --model "$tmp/l2/bad.bin" --tokenizer "$tmp/l2/tokenizer.bin" > "$tmp/bad.log" 2>&1 \
