@@ -448,8 +448,8 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
    Typical's score is |y - yc|, y = (l - m) * s a token's scaled logit and
    yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
    weights around ec = exp(yc): radius r keeps ec e^-r <= e <= ec e^r.
-   The band is found without sorting the row: the heavy weights (e >= z/2048,
-   at most 2048 of them) and a strided sample of the rest estimate r; one
+   The band is found without sorting the row: the heavy weights (those a
+   sample would carry in lumps) and a strided sample of the rest estimate r; one
    pass over the weights gathers the zones between radii [r_lo, r_hi] on
    both sides and sums what lies nearer the centre (the core); the zones
    are narrowed in cache (8 radii per pass) to a few dozen tokens, which are
@@ -457,7 +457,7 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
    last resort gathers every weight, which is always right. The weights
    and the centre come from one exp pass (ms__row_exp_sum_y). */
 #define MS__TYP_PAD 1e-5f  /* zones are widened by this (relative), far above float error */
-#define MS__TYP_HEAVY 2048
+#define MS__TYP_HEAVY 16384 /* at most this many heavy weights (e >= z / 16384) */
 
 typedef struct ms__typ_zone {
   float *v; int32_t *id; int32_t n; /* weights and their ids */
@@ -476,25 +476,28 @@ MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, floa
 }
 
 /* An estimate of [r_lo, r_hi] around the radius where the mass reaches
-   target, from the heavy weights (e >= z/2048, at most 2048, gathered
-   when z is small enough for one to exist) and a strided sample of the
-   rest, binned by radius (no sort); a wide margin for the sample's error.
-   dense[0] / dense[1]: whether zone A (below the centre) / B (above)
-   holds more than 1/512 of the row (then a zone pass gathers it
-   branch-free: with a 16-lane vector, a branch per vector mispredicts
-   often from about there). */
+   target, from the heavy weights (gathered exactly when one can exist) and
+   a strided sample of the rest, binned by radius (no sort); a margin of
+   2 standard errors of the sample. dense[0] / dense[1]: whether zone A
+   (below the centre) / B (above) holds more than 1/512 of the row (then a
+   zone pass gathers it branch-free: with a 16-lane vector, a branch per
+   vector mispredicts often from about there). */
 #define MS__TYP_BINS 1024
 MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, double z, double yc, double target,
                                   double *r_lo, double *r_hi, int dense[2]) {
   ms__ws *w = R->w;
   const int32_t V = R->V, S = MS__SAMPLE;
   const int plain = R->enable == NULL && R->n_touched == 0 && !R->sparse;
-  float hcut = (float)(z / MS__TYP_HEAVY);
+  /* heavy: a weight whose sampled share would be lumpy, z / 16384; in a
+     peaked row that would be thousands of tokens, so never below 1/64 of
+     the top weight unless z / 2048 is */
+  double hc = z / 16384.0, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
+  float hcut = (float)(hc > hc2 ? hc : hc2);
   float *key = w->cv, *wt = w->qs;
   int32_t nh = 0, n, i, b, in_a = 0, in_b = 0;
-  double heavy = 0.0, light = 0.0, var = 0.0, scale, cum, delta, step = (double)V / S, dmax = 0.0, inv_width;
-  double hist[MS__TYP_BINS];
-  /* weights are at most 1: below z = 2048 nothing can be heavy */
+  double heavy = 0.0, light = 0.0, var = 0.0, in2 = 0.0, scale, cum, step = (double)V / S, dmax = 0.0, inv_width;
+  double hist[MS__TYP_BINS], hist2[MS__TYP_BINS];
+  /* weights are at most 1: above that nothing can be heavy */
   if (hcut <= 1.0f) nh = R->K->compact_ge(e, V, NULL, hcut, w->ci, wt, MS__TYP_HEAVY + 64);
   if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
   for (i = 0; i < nh; i++) {
@@ -518,34 +521,33 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
     double d = (double)key[i] - yc;
     key[i] = (float)d; /* signed: below (A) or above (B) the centre */
     if (fabs(d) > dmax) dmax = fabs(d);
-    if (i >= nh) { wt[i] = (float)((double)wt[i] * scale); var += (double)wt[i] * (double)wt[i]; }
+    if (i >= nh) wt[i] = (float)((double)wt[i] * scale);
   }
   inv_width = MS__TYP_BINS / (dmax * 1.0001 + 1e-9);
   memset(hist, 0, sizeof hist);
+  memset(hist2, 0, sizeof hist2);
   for (i = 0; i < n; i++) {
     b = (int32_t)(fabs((double)key[i]) * inv_width);
-    hist[b < MS__TYP_BINS ? b : MS__TYP_BINS - 1] += (double)wt[i];
+    if (b >= MS__TYP_BINS) b = MS__TYP_BINS - 1;
+    hist[b] += (double)wt[i];
+    if (i >= nh) { hist2[b] += (double)wt[i] * (double)wt[i]; var += (double)wt[i] * (double)wt[i]; }
   }
-  {
-    /* the sampled mass below a radius errs by about sqrt(f (1 - f) sum w^2)
-       (f: its share of the light mass), plus the heavy cut's grain */
-    double f = target / z;
-    f = f < 0.05 ? 0.05 : (f > 0.95 ? 0.95 : f);
-    /* 2.5 sigma: a bracket that misses costs another pass over the row
-       (measured: at 1.5 sigma a third of the rows missed, the strided
-       sample's error being larger than this estimate of it); a wider one
-       costs only more narrowing in cache */
-    delta = 2.5 * sqrt(var * f * (1.0 - f)) + 2.0 * (double)hcut;
-    if (target + delta > 0.5 * (target + z)) delta = 0.5 * (z - target);
-    if (target - delta < 0.5 * target) delta = 0.5 * target;
-  }
+  /* the sampled mass within a radius errs by sqrt(sum over the light
+     sample of w^2 (in - f)^2), f = that mass / z, in = 1 inside: the heavy
+     weights above the band weigh on it, not only those near the edge.
+     2 standard errors (measured the cheapest on average: a bracket that
+     misses costs another pass over the row, a wider one more gathering and
+     narrowing), plus the heavy cut's grain. */
   *r_lo = 0.0; *r_hi = INFINITY;
   cum = 0.0;
   for (b = 0; b < MS__TYP_BINS; b++) {
     /* bin b holds radii [b, b + 1) * width */
-    if (cum <= target - delta) *r_lo = b / inv_width;
-    cum += hist[b];
-    if (cum >= target + delta) { *r_hi = (b + 1) / inv_width; break; }
+    double f, se;
+    cum += hist[b]; in2 += hist2[b];
+    f = cum / z;
+    se = 2.0 * sqrt((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2)) + 2.0 * (double)hcut;
+    if (cum + se < target) *r_lo = (b + 1) / inv_width;
+    if (cum - se >= target) { *r_hi = (b + 1) / inv_width; break; }
   }
   *r_lo *= 0.999;
   if (*r_hi != INFINITY) *r_hi = *r_hi * 1.001 + 1e-6;
