@@ -47,6 +47,7 @@
 #define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
+#include "chi2.h"
 #include "../tools/naive_llamacpp.h"
 #include <stdlib.h>
 #include <stdint.h>
@@ -607,27 +608,6 @@ TEST(test_ref_mirostat_v2) { run_cases("mirostat v2", '2', 200, 13); }
    3. chi-square of seeded draws against the reference
    ===================================================================== */
 /* The chi-square quantile at p = 1e-6 (Wilson-Hilferty), as test_sampling.c */
-static double chi2_crit(int df) {
-  double z = 4.753424, h = 2.0 / (9.0 * df);
-  return df * pow(1 - h + z * sqrt(h), 3);
-}
-
-/* Chi-square of counts against expected probabilities (cells with
-   expectation < 5 pooled); draws of a p = 0 token are failures. */
-static void chi2_check(const int *count, const double *expect, int V, int n, const char *name) {
-  int i, df = -1;
-  double chi = 0, pool_e = 0, pool_o = 0;
-  for (i = 0; i < V; i++) {
-    double e = expect[i] * (double)n;
-    if (expect[i] == 0) { CHECK_MSG(count[i] == 0, "%s: token %d has p = 0 but was drawn %d times", name, i, count[i]); continue; }
-    if (e < 5) { pool_e += e; pool_o += count[i]; continue; }
-    chi += (count[i] - e) * (count[i] - e) / e; df++;
-  }
-  if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / (pool_e > 1e-9 ? pool_e : 1e-9); df++; }
-  if (df < 1) df = 1;
-  CHECK_MSG(chi < chi2_crit(df), "%s: chi2 %.1f with %d df (critical %.1f)", name, chi, df, chi2_crit(df));
-}
-
 /* the reference's distribution for a fixed row and params, no history */
 static int ref_dist_quiet(const float *x, int V, const ms_params *p, double coin, float mu, double *out) {
   nlc_in in; nlc_out o;
@@ -675,7 +655,7 @@ static int chi2_draws(const float *x, int V, ms_params *p, float mu, const doubl
       }
     }
   }
-  chi2_check(count, expect, V, NDRAW, name);
+  t_chi2_check(count, expect, V, NDRAW, name);
   ms_seq_destroy(q); free(count);
   return 0;
 }
@@ -763,7 +743,7 @@ TEST(test_chi2_xtc_mixture) {
   CHECK_MSG(rc == MS_OK, "ms_sample returned %s", ms_result_str(rc));
   CHECK_MSG(bad == 0, "%d draws outside the support their coin picked", bad);
   printf("  xtc fired on %d of %d draws\n", n_fire, NDRAW);
-  chi2_check(count, mix, CV, NDRAW, "xtc mixture");
+  t_chi2_check(count, mix, CV, NDRAW, "xtc mixture");
   free(x); free(fire); free(no); free(mix); free(count); ms_seq_destroy(q);
 }
 

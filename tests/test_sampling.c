@@ -5,6 +5,7 @@
 #define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
+#include "chi2.h"
 #include "../tools/naive.h"
 #include <stdlib.h>
 
@@ -235,40 +236,9 @@ TEST(test_logprobs) {
   free(x); free(want); ms_sampler_destroy(s);
 }
 
-/* Chi-square of 100k seeded draws against the exact distribution. The
-   critical value is the chi-square quantile at p = 1e-6 (Wilson-Hilferty),
-   so a correct sampler fails one configuration in a million runs. */
-static double chi2_crit(int df) {
-  double z = 4.753424, h = 2.0 / (9.0 * df);
-  return df * pow(1 - h + z * sqrt(h), 3);
-}
-
+/* Chi-square of 100k seeded draws against the exact distribution (tests/chi2.h). */
 static void chi2_config(ms_sampler *s, const float *x, int V, ms_params *p, const char *name) {
-  int n = 100000, i, df = -1;
-  float *probs = (float *)malloc(sizeof(float) * V);
-  int *count = (int *)calloc((size_t)V, sizeof(int));
-  ms_seq *q;
-  double chi = 0, pool_e = 0, pool_o = 0;
-  ms_seq_create(&q, 4);
-  p->seed = 1234; p->has_seed = 1;
-  ms_seq_reset(q, NULL, 0, V, p, 0);
-  CHECK(ms_probs(s, x, V, p, q, probs) == MS_OK);
-  for (i = 0; i < n; i++) {
-    ms_output out; memset(&out, 0, sizeof out);
-    ms_seq_set_position(q, (uint64_t)i);
-    if (ms_sample(s, x, V, p, q, &out) != MS_OK) { CHECK(0); break; }
-    count[out.token]++;
-  }
-  for (i = 0; i < V; i++) {
-    double e = probs[i] * (double)n;
-    if (probs[i] == 0) { CHECK_MSG(count[i] == 0, "%s: token %d has p = 0 but was drawn %d times", name, i, count[i]); continue; }
-    if (e < 5) { pool_e += e; pool_o += count[i]; continue; }
-    chi += (count[i] - e) * (count[i] - e) / e; df++;
-  }
-  if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / (pool_e > 1e-9 ? pool_e : 1e-9); df++; }
-  if (df < 1) df = 1;
-  CHECK_MSG(chi < chi2_crit(df), "%s: chi2 %.1f with %d df (critical %.1f)", name, chi, df, chi2_crit(df));
-  ms_seq_destroy(q); free(probs); free(count);
+  t_chi2_draws(s, x, V, p, 1234, name);
 }
 
 TEST(test_chi_square_draws) {

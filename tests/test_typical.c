@@ -16,6 +16,7 @@ static double g_skew = 1.0;           /* scales typical's estimated bracket (see
 #define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
+#include "chi2.h"
 #include <stdlib.h>
 
 static uint64_t g_rng = 0x243F6A8885A308D3ULL;
@@ -203,42 +204,6 @@ TEST(test_typical_whole_rows_missed_bracket) {
   g_skew = 1.0;
 }
 
-/* Chi-square of 100k seeded draws against ms_probs (critical value at
-   p = 1e-6, Wilson-Hilferty), and every draw inside the support. */
-static double chi2_crit(int df) {
-  double zq = 4.753424, h = 2.0 / (9.0 * df);
-  return df * pow(1 - h + zq * sqrt(h), 3);
-}
-static void chi2_typical(ms_sampler *sm, const float *x, int V, ms_params *p, const char *name) {
-  /* MS_TEST_DRAWS: fewer draws under emulation (the arm64 CI job) */
-  int n = getenv("MS_TEST_DRAWS") ? atoi(getenv("MS_TEST_DRAWS")) : 100000, i, df = -1;
-  float *probs = (float *)malloc(sizeof(float) * (size_t)V);
-  int *count = (int *)calloc((size_t)V, sizeof(int));
-  ms_seq *q;
-  double chi = 0, pool_e = 0, pool_o = 0;
-  ms_seq_create(&q, 4);
-  p->seed = 99; p->has_seed = 1;
-  ms_seq_reset(q, NULL, 0, V, p, 0);
-  CHECK(ms_probs(sm, x, V, p, q, probs) == MS_OK);
-  for (i = 0; i < n; i++) {
-    ms_output out;
-    memset(&out, 0, sizeof out);
-    ms_seq_set_position(q, (uint64_t)i);
-    if (ms_sample(sm, x, V, p, q, &out) != MS_OK) { CHECK(0); break; }
-    count[out.token]++;
-  }
-  for (i = 0; i < V; i++) {
-    double e = probs[i] * (double)n;
-    if (probs[i] == 0) { CHECK_MSG(count[i] == 0, "%s: token %d has p = 0 but was drawn %d times", name, i, count[i]); continue; }
-    if (e < 5) { pool_e += e; pool_o += count[i]; continue; }
-    chi += (count[i] - e) * (count[i] - e) / e; df++;
-  }
-  if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / (pool_e > 1e-9 ? pool_e : 1e-9); df++; }
-  if (df < 1) df = 1;
-  CHECK_MSG(chi < chi2_crit(df), "%s: chi2 %.1f with %d df (critical %.1f)", name, chi, df, chi2_crit(df));
-  ms_seq_destroy(q); free(probs); free(count);
-}
-
 TEST(test_typical_whole_rows_chi2) {
   int V = 20000, i;
   ms_sampler *sm;
@@ -251,11 +216,11 @@ TEST(test_typical_whole_rows_chi2) {
   for (i = 0; i < V; i++) x[i] = t_normal(1.5);
   p = ms_params_profile_default(MS_PROFILE_HF);
   p.top_k = 0; p.typical_p = 0.9f; p.temperature = 1.2f;
-  chi2_typical(sm, x, V, &p, "hf typical 0.9");
+  t_chi2_draws(sm, x, V, &p, 99, "hf typical 0.9");
   p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
   p.top_k = 0; p.typical_p = 0.6f; p.penalty_last_n = 0; p.samplers = "ypmt"; p.top_p = 0.95f; p.min_p = 0.02f;
   p.temperature = 0.9f;
-  chi2_typical(sm, x, V, &p, "llamacpp typical 0.6 -> top-p -> min-p -> T");
+  t_chi2_draws(sm, x, V, &p, 99, "llamacpp typical 0.6 -> top-p -> min-p -> T");
   ms_sampler_destroy(sm);
   free(x);
 }
