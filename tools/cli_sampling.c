@@ -1,5 +1,7 @@
 /* mysample probs | sample | logprobs: the sampler over raw little-endian
-   float32 logits files (rows x vocab), one JSON object per row per line. */
+   float32 logits files (rows x vocab), one JSON object per row per line,
+   on the CPU (mysample.h) or, with --device cuda, on the GPU
+   (mysample_cuda.h, through cli_device.c) with the same flags and output. */
 #include "cli.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@ typedef struct cli_opts {
   int32_t draws, top;
   int accept;              /* sample: each draw is accepted into the sequence before the next */
   float mirostat_mu; int has_mu;
+  int cuda;                /* --device cuda */
 } cli_opts;
 
 static void usage(const char *cmd, FILE *f) {
@@ -93,8 +96,17 @@ static void usage(const char *cmd, FILE *f) {
     "                               each row starts again from --prompt-ids / --output-ids)\n"
     "  --top N                      (logprobs) how many top logprobs (default 0)\n"
     "  --mode raw|processed         (logprobs) before any processing, or of the final distribution\n"
+    "  --device cpu|cuda            where to sample (default cpu). cuda: the GPU path of\n"
+    "                               mysample_cuda.h (driver and NVRTC loaded at run time), same\n"
+    "                               flags and output; what it does not implement (the sglang and\n"
+    "                               llamacpp profiles, bad words, no-repeat n-gram, exp. decay,\n"
+    "                               epsilon, eta, typical, min-tokens-to-keep > 1, the budget,\n"
+    "                               --top above 1024) exits with status 2 and says so; no usable\n"
+    "                               driver, GPU or NVRTC: status 3 ($MYSAMPLE_CUDA_DRIVER_PATH and\n"
+    "                               $MYSAMPLE_NVRTC_PATH pick the libraries)\n"
     "A flag of another profile is refused with the profile's message (MS_ERR_UNSUPPORTED).\n"
-    "Invalid flags or parameters exit with status 2 and the validation message.\n", f);
+    "Invalid flags or parameters exit with status 2 and the validation message;\n"
+    "a row the sampler cannot sample (NaN logits, everything masked) with status 3.\n", f);
 }
 
 static int parse_i64(const char *s, long long lo, long long hi, long long *out) {
@@ -205,6 +217,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
     else if (!strcmp(f, "--vocab")) { NEED_VALUE(); if (!parse_i64(v, 1, 1 << 28, &n)) return bad_flag(cmd, f, v); o->vocab = (int32_t)n; }
     else if (!strcmp(f, "--rows")) { NEED_VALUE(); if (!parse_i64(v, 1, 1 << 30, &n)) return bad_flag(cmd, f, v); o->rows = (int32_t)n; }
     else if (!strcmp(f, "--profile")) { NEED_VALUE(); /* read by the first pass */ }
+    else if (!strcmp(f, "--device")) {
+      NEED_VALUE();
+      if (!strcmp(v, "cuda")) o->cuda = 1;
+      else if (!strcmp(v, "cpu")) o->cuda = 0;
+      else return bad_flag(cmd, f, v);
+    }
     FLOAT_FLAG("--temperature", temperature)
     INT_FLAG("--top-k", top_k)
     FLOAT_FLAG("--top-p", top_p)
@@ -302,6 +320,19 @@ static const char *budget_state_name(ms_budget_state st) {
   return st == MS_BUDGET_COUNTING ? "counting" : st == MS_BUDGET_FORCING ? "forcing" : st == MS_BUDGET_DONE ? "done" : "idle";
 }
 
+/* A row that failed: the message, and the exit status (2 for what the GPU
+   path refuses, as for a refused flag; 3 for a row the sampler cannot
+   sample or a device error). */
+static int row_failed(const char *cmd, int32_t r, ms_result res, const cli_opts *o) {
+  if (o->cuda && res == MS_ERR_UNSUPPORTED) {
+    fprintf(stderr, "mysample %s: --device cuda: the GPU path does not implement %s (%s: %s); use --device cpu\n",
+            cmd, ms_cli_gpu_unsupported(&o->p, o->top), "MS_ERR_UNSUPPORTED", ms_result_str(res));
+    return 2;
+  }
+  fprintf(stderr, "mysample %s: row %d: %s%s\n", cmd, (int)r, o->cuda ? "--device cuda: " : "", ms_result_str(res));
+  return 3;
+}
+
 int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   cli_opts o;
   FILE *f;
@@ -311,7 +342,8 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   ms_seq *base = NULL, *seq = NULL;
   ms_sampler_desc d;
   ms_logprob *top = NULL;
-  char msg[512];
+  ms_cli_gpu *gpu = NULL;
+  char msg[4096];
   int32_t r, i, cap;
   ms_result vr;
   int rc = parse_opts(cmd, argc, argv, &o);
@@ -340,35 +372,48 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   memset(&d, 0, sizeof d); d.max_vocab = o.vocab; d.max_history = cap;
   if (!row || !probs || !top || (o.p.mirostat && !mus) || ms_sampler_create(&s, &d) != MS_OK ||
       ms_seq_create(&base, cap) != MS_OK || ms_seq_create(&seq, cap) != MS_OK) { fprintf(stderr, "mysample %s: out of memory\n", cmd); fclose(f); return 1; }
+  /* the CPU sequence also serves the GPU path: it checks the ids and gives
+     the seed both devices draw with */
   if ((rc = ms_seq_reset(base, o.prompt, o.n_prompt, o.vocab, &o.p, 0)) != MS_OK) { fprintf(stderr, "mysample %s: --prompt-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
   for (i = 0; i < o.n_output; i++)
     if ((rc = ms_seq_accept(base, o.output[i])) != MS_OK) { fprintf(stderr, "mysample %s: --output-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
   if (o.has_mu) ms_seq_set_mirostat_mu(base, o.mirostat_mu);
+  if (o.cuda && (vr = ms_cli_gpu_open(&gpu, o.vocab, o.top, msg, sizeof msg)) != MS_OK) {
+    fprintf(stderr, "mysample %s: --device cuda: %s (%s)\n", cmd, msg, ms_result_str(vr));
+    fclose(f);
+    rc = 3;
+    goto out;
+  }
   rc = 0;
   for (r = 0; r < o.rows && rc == 0; r++) {
     ms_result res;
     if (fread(row, 4, (size_t)o.vocab, f) != (size_t)o.vocab) { fprintf(stderr, "mysample %s: short read\n", cmd); rc = 1; break; }
     /* every row starts from the same state (seed included) */
     if (ms_seq_copy(seq, base) != MS_OK) { fprintf(stderr, "mysample %s: sequence copy failed\n", cmd); rc = 1; break; }
+    if (gpu && (res = ms_cli_gpu_begin_row(gpu, row, o.prompt, o.n_prompt, o.output, o.n_output)) != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
     if (!strcmp(cmd, "probs")) {
       int first = 1;
-      res = ms_probs(s, row, o.vocab, &o.p, seq, probs);
-      if (res != MS_OK) { fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
+      res = gpu ? ms_cli_gpu_probs(gpu, &o.p, probs) : ms_probs(s, row, o.vocab, &o.p, seq, probs);
+      if (res != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
       printf("{\"row\": %d, \"probs\": {", (int)r);
       for (i = 0; i < o.vocab; i++) if (probs[i] > 0.0f) { printf(first ? "\"%d\": " : ", \"%d\": ", (int)i); put_float(probs[i]); first = 0; }
       printf("}}\n");
     } else if (!strcmp(cmd, "sample")) {
-      printf("{\"row\": %d, \"seed\": %llu, \"tokens\": [", (int)r, (unsigned long long)ms_seq_seed(seq));
+      /* the line opens with the first token, so a row refused at its first
+         draw prints nothing on stdout */
       for (i = 0; i < o.draws; i++) {
         ms_output out; memset(&out, 0, sizeof out);
         ms_seq_set_position(seq, o.position + (uint64_t)i);
-        res = ms_sample(s, row, o.vocab, &o.p, seq, &out);
-        if (res != MS_OK) { printf("]}\n"); fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
+        res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position + (uint64_t)i, o.accept, &out)
+                  : ms_sample(s, row, o.vocab, &o.p, seq, &out);
+        if (res != MS_OK) { if (i) printf("]}\n"); rc = row_failed(cmd, r, res, &o); break; }
+        if (i == 0) printf("{\"row\": %d, \"seed\": %llu, \"tokens\": [", (int)r, (unsigned long long)ms_seq_seed(seq));
         printf(i ? ", %d" : "%d", (int)out.token);
         if (mus) mus[i] = out.mirostat_mu;
         /* a generation step: the token joins the history; mirostat's mu
-           and the budget's state move with it */
-        if (o.accept && (res = ms_seq_accept_output(seq, &out)) != MS_OK) {
+           and the budget's state move with it (on the GPU the kernel
+           appended it to the device slot) */
+        if (o.accept && !gpu && (res = ms_seq_accept_output(seq, &out)) != MS_OK) {
           printf("]}\n"); fprintf(stderr, "mysample %s: row %d: accept: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break;
         }
       }
@@ -390,8 +435,9 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
       ms_output out; memset(&out, 0, sizeof out);
       out.top = top; out.top_capacity = o.top;
       ms_seq_set_position(seq, o.position);
-      res = ms_sample(s, row, o.vocab, &o.p, seq, &out);
-      if (res != MS_OK) { fprintf(stderr, "mysample %s: row %d: %s\n", cmd, (int)r, ms_result_str(res)); rc = 3; break; }
+      res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position, 0, &out)
+                : ms_sample(s, row, o.vocab, &o.p, seq, &out);
+      if (res != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
       printf("{\"row\": %d, \"token\": %d, \"logprob\": ", (int)r, (int)out.token);
       put_float(out.logprob);
       printf(", \"rank\": %d, \"top\": [", (int)out.rank);
@@ -400,6 +446,8 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
     }
   }
   fclose(f);
+out:
+  ms_cli_gpu_close(gpu);
   ms_seq_destroy(seq); ms_seq_destroy(base); ms_sampler_destroy(s);
   free(row); free(probs); free(top); free(mus);
   free(o.prompt); free(o.output); free(o.allowed); free(o.banned); free(o.stops); free(o.bias);
