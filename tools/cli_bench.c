@@ -139,7 +139,8 @@ static ms_result cat_time(ms_sampler *s, const float *x, int32_t V, const ms_par
 
 static void usage(FILE *f) {
   fprintf(f,
-    "usage: mysample bench [--vocab V] [--sigma S] [--config NAME] [--threads T] [--reps N] [--no-naive] [--json]\n"
+    "usage: mysample bench [--device cpu|cuda] [--vocab V] [--sigma S] [--config NAME] [--threads T] [--reps N] [--no-naive] [--json]\n"
+    "  --device cuda: the GPU figures instead, with their own flags (mysample bench --device cuda --help).\n"
     "  Times the standard matrix (DESIGN.md) on N(0, sigma^2) logits, single thread,\n"
     "  plus 64-row batches on T threads (default 2) for combo, top_p_0.9 and\n"
     "  temperature_0.8 (--config batch64 for those alone). Defaults: every vocab of\n"
@@ -164,6 +165,12 @@ int ms_cli_bench(int argc, char **argv) {
   const char *only = NULL;
   ms_sampler *s = NULL, *s2 = NULL;
   ms_sampler_desc d;
+  /* --device cuda: the GPU figures, with their own flags (cli_bench_cuda.c) */
+  for (i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--device")) {
+      if (!strcmp(argv[i + 1], "cuda")) return ms_cli_bench_cuda(argc, argv);
+      if (strcmp(argv[i + 1], "cpu")) { fprintf(stderr, "mysample bench: bad --device '%s' (cpu or cuda)\n", argv[i + 1]); return 2; }
+    }
   for (i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--vocab") && i + 1 < argc) { vocabs[0] = atoi(argv[++i]); n_vocabs = 1; }
     else if (!strcmp(argv[i], "--sigma") && i + 1 < argc) { sigmas[0] = (float)atof(argv[++i]); n_sigmas = 1; }
@@ -172,6 +179,7 @@ int ms_cli_bench(int argc, char **argv) {
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-naive")) naive_on = 0;
     else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) i++;   /* cpu */
     else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
     else { fprintf(stderr, "mysample bench: unknown flag '%s'\n", argv[i]); usage(stderr); return 2; }
   }
