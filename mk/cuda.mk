@@ -15,3 +15,9 @@ cuda-check: mysample_cuda.h
 # Compiles every kernel with NVRTC for sm_80 and sm_90 (needs NVRTC, no GPU).
 cuda-compile: $(BUILD)/mysample
 	$(BUILD)/mysample cuda-compile
+
+.PHONY: gpu-figures
+# The GPU figures (needs a GPU, torch; FlashInfer optional): the markdown
+# table for BENCHMARKS.md on stdout. Not part of `make test`.
+gpu-figures:
+	@bash tools/gpu_figures.sh
