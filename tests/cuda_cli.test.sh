@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# The command-line tool's GPU path (--device cuda) on the CPU emulator of
+# the CUDA driver (tests/cuda_emu): probs, sample and logprobs give the
+# CPU's output (probabilities within 1e-5, the same seeded tokens, logprobs
+# within 1e-4) on small rows for several parameter sets, what the GPU path
+# does not implement exits with its message, `bench --device cuda` prints
+# well-formed JSON lines and the figures table renders from them. Without
+# a driver every GPU command exits 3 with a message (checked always, as are
+# the syntax of tools/gpu_bench.py and tools/gpu_figures.sh, which need a
+# GPU to run). The emulator parts SKIP without a C++ compiler or NVRTC.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=build/mysample
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass() { echo "PASS cuda_cli_$1"; }
+fail() { echo "FAIL cuda_cli_$1"; }
+skip() { echo "SKIP cuda_cli_$1"; }
+check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+start=$(date +%s.%N)
+
+# ---- always: scripts parse, help, no driver --------------------------------
+check gpu_bench_py_compiles "python3 -c 'import py_compile, sys; py_compile.compile(\"tools/gpu_bench.py\", cfile=\"$tmp/gb.pyc\", doraise=True)' 2> $tmp/pyc.err"
+check gpu_figures_sh_syntax 'bash -n tools/gpu_figures.sh'
+for c in probs sample logprobs; do
+  $bin $c --help > $tmp/help 2>&1
+  check "help_device_$c" 'grep -q -- "--device cpu|cuda" $tmp/help'
+done
+$bin bench --help > $tmp/help 2>&1
+check help_device_bench 'grep -q -- "--device cpu|cuda" $tmp/help'
+$bin bench --device cuda --help > $tmp/help 2>&1
+check help_bench_cuda 'grep -q -- "--working-set-mb" $tmp/help && grep -q "top_k_50_top_p_0.95" $tmp/help'
+python3 -c "
+import struct, random
+random.seed(7)
+rows = [[random.gauss(0, 2) for i in range(300)],
+        [random.gauss(0, 0.5) for i in range(300)],
+        [round(random.gauss(0, 2) * 2) / 2 for i in range(300)]]   # many ties
+open('$tmp/l.bin', 'wb').write(b''.join(struct.pack('<300f', *r) for r in rows))
+open('$tmp/big.bin', 'wb').write(struct.pack('<9000f', *[random.gauss(0, 1.5) for i in range(9000)]))
+open('$tmp/nan.bin', 'wb').write(struct.pack('<4f', 1, float('nan'), 2, 3))
+"
+nodrv() { # name, command...: exit 3 and a message naming the driver
+  local name=$1; shift
+  MYSAMPLE_CUDA_DRIVER_PATH=/nonexistent "$@" > $tmp/nd.out 2> $tmp/nd.err; local rc=$?
+  if [ $rc = 3 ] && grep -q -- "--device cuda" $tmp/nd.err && grep -qi "driver" $tmp/nd.err && [ ! -s $tmp/nd.out ]; then
+    pass "no_driver_$name"
+  else
+    fail "no_driver_$name (rc $rc: $(head -c 200 $tmp/nd.err))"
+  fi
+}
+nodrv probs $bin probs --logits $tmp/l.bin --vocab 300 --device cuda
+nodrv sample $bin sample --logits $tmp/l.bin --vocab 300 --device cuda --seed 1 --draws 3
+nodrv logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --device cuda --top 3
+nodrv bench $bin bench --device cuda --batch 1 --vocab 1000 --reps 1 --inner 1
+$bin probs --logits $tmp/l.bin --vocab 300 --device tpu > /dev/null 2> $tmp/err
+check bad_device '[ $? = 2 ] && grep -q "invalid value for --device" $tmp/err'
+# a bad flag is refused before any device is looked for
+MYSAMPLE_CUDA_DRIVER_PATH=/nonexistent $bin probs --logits $tmp/l.bin --vocab 300 --device cuda --top-p 0 > /dev/null 2> $tmp/err
+check validation_before_device '[ $? = 2 ] && grep -q "top_p must be in" $tmp/err'
+
+# ---- the emulator -----------------------------------------------------------
+emu=build/cuda_emu/libcuda_emu.so
+cxx=${CXX:-g++}
+if ! command -v "$cxx" > /dev/null; then
+  skip "emulator (no C++ compiler: $cxx)"; exit 0
+fi
+mkdir -p build/cuda_emu
+if ! make -s $emu > $tmp/emu-build.log 2>&1; then
+  cat $tmp/emu-build.log; fail "emulator_build"; exit 1
+fi
+export MYSAMPLE_CUDA_DRIVER_PATH=$emu
+export MYSAMPLE_CUDA_CACHE=build/cuda_emu/kernel-cache   # shared with tests/cuda_emu.test.sh
+: > $tmp/emu.err
+$bin probs --logits $tmp/l.bin --vocab 300 --device cuda > $tmp/first.out 2> $tmp/first.err
+rc=$?
+if [ $rc = 3 ] && grep -qi nvrtc $tmp/first.err; then
+  skip "emulator (NVRTC could not be loaded: $(head -c 160 $tmp/first.err))"; exit 0
+fi
+check emu_first_call '[ $rc = 0 ] && [ -s $tmp/first.out ]'
+
+# each parameter set on both devices; sample and logprobs add their flags
+sets=(
+  ""
+  "--temperature 0.7 --top-k 20 --top-p 0.9 --min-p 0.02"
+  "--top-p 0.5 --temperature 1.3"
+  "--profile hf --top-k 10 --top-p 0.8 --temperature 0.9 --repetition-penalty 1.2 --prompt-ids 5,6,7 --output-ids 8"
+  "--repetition-penalty 1.3 --frequency-penalty 0.5 --presence-penalty 0.3 --prompt-ids 1,2,3 --output-ids 4,5,4"
+  "--logit-bias 3=5,7=-100,3=0.25 --banned-ids 1,2 --min-tokens 3 --eos-token-id 5 --stop-token-ids 9 --output-ids 11"
+  "--temperature 0"
+  "--allowed-ids 0,3,10,20,30,40,50 --temperature 0.8 --top-k 4"
+)
+cat > $tmp/cmp.py <<'PY'
+import json, sys
+kind, a, b = sys.argv[1], sys.argv[2], sys.argv[3]
+A = [json.loads(l) for l in open(a)]
+B = [json.loads(l) for l in open(b)]
+def bad(why):
+    print(why); sys.exit(1)
+if len(A) != len(B) or not A:
+    bad("rows: cpu %d, cuda %d" % (len(A), len(B)))
+for x, y in zip(A, B):
+    if kind == "probs":
+        keys = set(x["probs"]) | set(y["probs"])
+        d = max(abs(x["probs"].get(k, 0.0) - y["probs"].get(k, 0.0)) for k in keys)
+        if d > 1e-5: bad("row %d: probs differ by %g" % (x["row"], d))
+    elif kind == "sample":
+        if x != y: bad("row %d: cpu %s, cuda %s" % (x["row"], x, y))
+    else:
+        if (x["token"], x["rank"]) != (y["token"], y["rank"]) or [t[0] for t in x["top"]] != [t[0] for t in y["top"]]:
+            bad("row %d: cpu %s, cuda %s" % (x["row"], x, y))
+        d = max([abs(x["logprob"] - y["logprob"])] + [abs(s[1] - t[1]) for s, t in zip(x["top"], y["top"])])
+        if d > 1e-4: bad("row %d: logprobs differ by %g" % (x["row"], d))
+print("ok")
+PY
+same() { # name, kind, args...: the command on both devices, outputs compared
+  local name=$1 kind=$2; shift 2
+  "$@" --device cpu > $tmp/cpu.out 2> $tmp/cpu.err; local rc1=$?
+  "$@" --device cuda > $tmp/gpu.out 2>> $tmp/emu.err; local rc2=$?
+  if [ $rc1 = 0 ] && [ $rc2 = 0 ] && python3 $tmp/cmp.py $kind $tmp/cpu.out $tmp/gpu.out > $tmp/cmp.log 2>&1; then
+    pass "$name"
+  else
+    fail "$name (rc cpu $rc1, cuda $rc2: $(head -c 300 $tmp/cmp.log) $(tail -c 200 $tmp/emu.err))"
+  fi
+}
+for i in "${!sets[@]}"; do
+  # shellcheck disable=SC2086
+  set -- ${sets[$i]}
+  same "emu_probs_set$i" probs $bin probs --logits $tmp/l.bin --vocab 300 "$@"
+  acc=""
+  case "${sets[$i]}" in *penalty*) acc="--accept";; esac
+  same "emu_sample_set$i${acc:+_accept}" sample $bin sample --logits $tmp/l.bin --vocab 300 --seed 11 --draws 12 $acc "$@"
+  mode=raw; [ $((i % 2)) = 1 ] && mode=processed
+  same "emu_logprobs_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode "$@"
+done
+# a row long enough for the multi-block first pass (ms_k_stats), unseeded:
+# the seed the CPU sequence picks is the one the GPU draws with
+same emu_probs_split probs $bin probs --logits $tmp/big.bin --vocab 9000 --temperature 0.8 --top-p 0.95 --min-p 0.01
+same emu_sample_split sample $bin sample --logits $tmp/big.bin --vocab 9000 --top-k 50 --top-p 0.95 --draws 6 --seed 3
+
+# what the GPU path refuses: its message, status 2, nothing on stdout
+refused() { # name, what the message names, args...
+  local name=$1 want=$2; shift 2
+  $bin "$@" --device cuda > $tmp/r.out 2> $tmp/r.err; local rc=$?
+  if [ $rc = 2 ] && [ ! -s $tmp/r.out ] && grep -q "GPU path does not implement" $tmp/r.err && grep -q -- "$want" $tmp/r.err \
+     && grep -q MS_ERR_UNSUPPORTED $tmp/r.err; then
+    pass "emu_refuses_$name"
+  else
+    fail "emu_refuses_$name (rc $rc: $(head -c 200 $tmp/r.err))"
+  fi
+}
+refused sglang "sglang profile" probs --logits $tmp/l.bin --vocab 300 --profile sglang
+refused llamacpp "llamacpp profile" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --seed 1
+refused bad_words "--bad-words" sample --logits $tmp/l.bin --vocab 300 --bad-words 1,2 --seed 1 --draws 2
+refused epsilon "--epsilon" probs --logits $tmp/l.bin --vocab 300 --profile hf --epsilon 0.001
+refused top_2000 "--top above 1024" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
+# a row the sampler cannot sample: status 3 on both devices
+for dev in cpu cuda; do
+  $bin sample --logits $tmp/nan.bin --vocab 4 --seed 1 --device $dev > /dev/null 2> $tmp/nan.err
+  check "nan_row_$dev" '[ $? = 3 ] && grep -q "NaN" $tmp/nan.err'
+done
+
+# bench --device cuda at toy sizes: the JSON lines and their keys
+$bin bench --device cuda --batch 1,2 --vocab 3000 --reps 2 --inner 2 --copy-mb 1 --working-set-mb 0 --json \
+  > $tmp/bench.jsonl 2>> $tmp/emu.err
+rc=$?
+python3 - $tmp/bench.jsonl > $tmp/bench.log 2>&1 <<'PY'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+g = {}
+for l in L: g.setdefault(l["group"], []).append(l)
+assert set(g) == {"cuda_device", "cuda_create", "cuda_floor", "cuda"}, set(g)
+d = g["cuda_device"][0]
+assert d["emulator"] is True and "emulator" in d["device"] and d["target"].startswith("sm_"), d
+c = g["cuda_create"][0]
+for k in ("create_first_ms", "create_warm_ms", "first_source", "compile_ms", "disk_load_ms"): assert k in c, k
+assert c["create_first_ms"] > 0 and c["create_warm_ms"] > 0
+f = g["cuda_floor"][0]
+assert f["copy_bytes"] == 1048576 and f["copy_gbps"] > 0, f
+cases = {(l["config"], l["batch"], l["vocab"]) for l in g["cuda"]}
+assert cases == {(c, b, 3000) for c in ("greedy", "top_p_0.9", "min_p_0.05", "top_k_50_top_p_0.95") for b in (1, 2)}, cases
+keys = {"impl", "config", "batch", "vocab", "sigma", "us_per_batch", "us_per_row", "floor_us", "x_floor",
+        "copy_gbps", "device", "target", "emulator", "reps", "inner", "working_set_mb"}
+for l in g["cuda"]:
+    assert keys <= set(l), keys - set(l)
+    assert l["impl"] == "mysample" and l["us_per_batch"] > 0 and l["floor_us"] > 0 and l["emulator"] is True
+    assert abs(l["x_floor"] - l["us_per_batch"] / l["floor_us"]) < 1e-2 * l["x_floor"]
+print("ok")
+PY
+check emu_bench_json '[ $rc = 0 ] && grep -q "^ok$" $tmp/bench.log || { cat $tmp/bench.log; false; }'
+python3 tools/gpu_bench.py table --raw $tmp/bench.jsonl > $tmp/table.md 2> $tmp/table.err
+check emu_bench_table '[ $? = 0 ] && grep -q "CPU EMULATOR" $tmp/table.md && [ $(grep -c "^| 3000 |" $tmp/table.md) = 8 ] && grep -q "^- GPU model: mysample CPU emulator" $tmp/table.md'
+$bin bench --device cuda --batch 1 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 --working-set-mb 0 \
+  > $tmp/bench.txt 2>> $tmp/emu.err
+check emu_bench_text '[ $? = 0 ] && grep -q "^NOTE: this is the CPU emulator" $tmp/bench.txt && grep -q "^greedy  *1  *3000 " $tmp/bench.txt'
+
+# the emulator reports bad driver calls and leaked allocations on stderr
+if grep -q '^\[cuda-emu\]' $tmp/emu.err; then
+  grep '^\[cuda-emu\]' $tmp/emu.err | head -5; fail emu_no_driver_errors
+else
+  pass emu_no_driver_errors
+fi
+awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "  cuda_cli: %.1f s in all\n", e - s }'
+exit 0
