@@ -283,9 +283,10 @@ int ms_cli_bench_cuda(int argc, char **argv) {
   } else {
     printf("device: %s (%s), driver %d, mysample %s\n", ms_cuda_device_name(cu), target, drv_ver, ms_version());
     if (emulator) printf("NOTE: this is the CPU emulator of the CUDA driver (tests/cuda_emu): the timings below are the emulator's and mean nothing for a GPU\n");
-    printf("ms_cuda_create: first %.1f ms (%s), warm %.2f ms; cold NVRTC compile %.1f ms", t_first, first_source, t_warm, compile_ms);
+    printf("ms_cuda_create: first %.1f ms (%s), warm %.2f ms", t_first, first_source, t_warm);
+    if (compile_ms >= 0) printf("; cold NVRTC compile %.1f ms", compile_ms);
     if (disk_ms >= 0) printf(", disk-cache load %.2f ms", disk_ms);
-    printf(" (context %.1f ms before)\n", t_ctx);
+    printf(" (the context, made current before: %.1f ms)\n", t_ctx);
   }
   fflush(stdout);
 
