@@ -34,6 +34,21 @@ if grep -q '^\[cuda-emu\]' $dir/test_cuda.err; then
   echo "FAIL cuda-emu: the emulated driver reported errors or leaks during test_cuda (above)"; fail=1
 fi
 
+# examples/cuda_sample.c: on the emulator every row's token equals the CPU's;
+# with no driver it says why and samples on the CPU
+if [ -x build/examples/cuda_sample ]; then
+  out=$(MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/examples/cuda_sample 2>&1); rc=$?
+  if [ $rc = 0 ] && echo "$out" | grep -q '^GPU: mysample CPU emulator' && echo "$out" | grep -q '^8 of 8 rows agree'; then
+    echo "PASS cuda-emu: example cuda_sample agrees with the CPU"
+  elif [ $rc = 0 ] && echo "$out" | grep -q '^GPU unavailable'; then
+    echo "SKIP cuda-emu: example cuda_sample: $(echo "$out" | head -n1)"
+  else echo "$out" | tail -n 12; echo "FAIL cuda-emu: example cuda_sample"; fail=1; fi
+  out=$(MYSAMPLE_CUDA_DRIVER_PATH=/nonexistent/libcuda.so.1 build/examples/cuda_sample 2>&1); rc=$?
+  if [ $rc = 0 ] && echo "$out" | grep -q '^GPU unavailable (.*nonexistent' && [ "$(echo "$out" | grep -c '^row .*: cpu')" = 8 ]; then
+    echo "PASS example cuda_sample falls back to the CPU without a driver"
+  else echo "$out" | tail -n 12; echo "FAIL example cuda_sample without a driver"; fail=1; fi
+fi
+
 # the FMA build: a plain `a * b + c` in kernels.cu fuses there, as on a GPU
 if [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo 2>/dev/null; then
   echo "SKIP cuda-emu-fma: this CPU has no FMA instructions"
