@@ -181,13 +181,20 @@ static void whole_rows(int max_rows) {
   }
   printf("  %d rows: %d equal, %d differ within rounding of the cut, %d fail\n", g_rows, g_rows - g_near_diff - g_fail,
          g_near_diff, g_fail);
-  CHECK(g_near_diff * 20 <= g_rows); /* rare: a systematic difference is a bug */
+  CHECK(g_near_diff <= 1 || g_near_diff * 20 <= g_rows); /* rare: a systematic difference is a bug */
   ms_seq_destroy(seq);
   ms_sampler_destroy(sm);
   free(x); free(leff);
 }
 
-TEST(test_typical_whole_rows) { whole_rows(1000); }
+/* MS_TEST_ROWS caps the rows per vocabulary (fewer under emulation: the
+   arm64 CI job) */
+static int rows_cap(int want) {
+  int cap = getenv("MS_TEST_ROWS") ? atoi(getenv("MS_TEST_ROWS")) : want;
+  return cap < want ? (cap > 0 ? cap : 1) : want;
+}
+
+TEST(test_typical_whole_rows) { whole_rows(rows_cap(1000)); }
 
 /* The same with the estimated bracket moved off (scaled by a factor): the
    passes that miss inward and outward, the weights rebuilt after a pass
@@ -199,7 +206,7 @@ TEST(test_typical_whole_rows_missed_bracket) {
   for (k = 0; k < 5; k++) {
     g_skew = skews[k];
     printf("  bracket scaled by %g:\n", g_skew);
-    whole_rows(12);
+    whole_rows(rows_cap(12));
   }
   g_skew = 1.0;
 }
