@@ -701,10 +701,10 @@ enum {
    cut's stays), else llama.cpp's (the shortest prefix whose mass exceeds
    p; equal scores: the likelier, then the lower id first). mode: what
    happens to e (MS__TYP_*). *kmass: the weight kept; *kcount and *kmax
-   (count and largest weight kept) with stats, or in MS__TYP_BAND;
-   *floor: MS__TYP_FLOOR's threshold. */
+   (count and largest weight kept) except in MS__TYP_FLOOR, whose
+   threshold goes to *floor (NULL in the other modes). */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
-                                 int mode, int stats, double *kmass, int32_t *kcount, float *kmax, float *floor) {
+                                 int mode, double *kmass, int32_t *kcount, float *kmax, float *floor) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
   const int32_t V = R->V;
@@ -739,7 +739,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
        above the band included), and with MS__TYP_ZERO everything beyond
        zeroed */
     bounds[0] = T.alo; bounds[1] = T.ahi; bounds[2] = T.blo; bounds[3] = mode == MS__TYP_FLOOR ? INFINITY : T.bhi;
-    K->zones(e, V, bounds, dense[0] || attempt > 0, dense[1] || attempt > 0, mode == MS__TYP_ZERO, stats, &zo, V);
+    K->zones(e, V, bounds, dense[0] || attempt > 0, dense[1] || attempt > 0, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, &zo, V);
     zeroed = mode == MS__TYP_ZERO; /* (cap V: zones never fails) */
     nb_all = zo.nb;
     if (mode == MS__TYP_FLOOR) {
@@ -781,17 +781,16 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     ok = 1;
   }
   ms__typ_band(w, e, &T, &lo_w, &hi_w);
+  for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
   if (mode == MS__TYP_FLOOR) {
     /* kept: the inner mass and the walk's prefix; dropped above the band:
        the pass's B tokens beyond hi_w; dropped below: e < lo_w */
     double km = T.inner;
     for (i = 0; i < T.kept; i++) km += (double)e[w->ci[i]];
-    for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
     for (i = 0; i < nb_all; i++) if (e[zo.idb[i]] > hi_w) e[zo.idb[i]] = 0.0f;
     *kmass = km; *kcount = 0; *kmax = 0.0f; *floor = lo_w;
     return;
   }
-  for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
   if (zeroed) {
     /* beyond the pass's zones e is zero already, and its core is kept
        whole: only the zone tokens are left to decide (branch-free: which
@@ -825,15 +824,15 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
 }
 
 /* Typical on the whole row's weights at (m, s), with nothing cut before
-   it; returns z, the weight of the whole row (0: nothing has weight).
-   stats: ws->e gets the kept weights (0 elsewhere) and *kcount, *kmax are
-   set; else the kept set is e >= *floor in ws->e. */
-MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int hf, int stats, double *kmass,
+   it (mode MS__TYP_ZERO or MS__TYP_FLOOR, see ms__typical_row); returns
+   z, the weight of the whole row (0: nothing has weight). */
+MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int hf, int mode, double *kmass,
                                      int32_t *kcount, float *kmax, float *floor) {
   float *e = R->w->e;
   double ysum = 0.0, z = ms__row_exp_sum_y(R, m, s, e, &ysum);
-  *kmass = 0.0; *kcount = 0; *kmax = 0.0f; *floor = 1.40129846e-45f;
-  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, stats ? MS__TYP_ZERO : MS__TYP_FLOOR, stats, kmass, kcount, kmax, floor);
+  *kmass = 0.0; *kcount = 0; *kmax = 0.0f;
+  if (floor) *floor = 1.40129846e-45f;
+  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, kmass, kcount, kmax, floor);
   return z;
 }
 
@@ -1091,14 +1090,14 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             int32_t kc;
             float kx;
             if (typ_whole) {
-              z = ms__typical_whole(R, k->m, k->s, p->typical_p, 1, 0, &kmass, &kc, &kx, &t);
+              z = ms__typical_whole(R, k->m, k->s, p->typical_p, 1, MS__TYP_FLOOR, &kmass, &kc, &kx, &t);
               kept = kmass; kept_known = 1;
               break;
             }
             if (t > 1.40129846e-45f) R->K->band_keep(w->e, V, t, INFINITY, &mass, &kc, &kx);
             if (mass > 0.0) {
               ms__typical_row(R, w->e, k->m, k->s, mass, ms__row_wdot(R, w->e, t, k->m, k->s), p->typical_p, 1,
-                              MS__TYP_BAND, 1, &kmass, &kc, &kx, NULL);
+                              MS__TYP_BAND, &kmass, &kc, &kx, NULL);
               kept = kmass; kept_known = 1;
             }
           }
