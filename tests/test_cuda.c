@@ -47,8 +47,9 @@ static void t_compile_arch(int sm) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 5);
+  CHECK(info.n_kernels == 6);   /* mask, stats, pass, row, seq_prompt, seq_accept */
   for (i = 0; i < info.n_kernels; i++) CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary", info.kernel[i]);
+  CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
 }
 static void test_nvrtc_compile_sm80(void) { t_compile_arch(80); }
 static void test_nvrtc_compile_sm90(void) { t_compile_arch(90); }

@@ -15,6 +15,23 @@
 #define MS__CUDA_F_RAW_LSE  2048
 
 #define MS__CUDA_MAX_PARTS 32
+#define MS__CUDA_SPLIT_ROWS 512    /* rows with a Sel state: larger batches are never split */
+#define MS__CUDA_SEL_BYTES 32856   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
+
+/* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
+#define MS__CUDA_P_MINP 0
+#define MS__CUDA_P_COUNT 1
+#define MS__CUDA_P_MASS 4
+#define MS__CUDA_P_SUMS 7
+
+/* What the rows of a batch need (ms__cuda_pack), so that launches no row
+   needs are skipped. */
+#define MS__CUDA_N_MASK 1
+#define MS__CUDA_N_MINP 2
+#define MS__CUDA_N_TOPK 4
+#define MS__CUDA_N_TOPP 8
+#define MS__CUDA_N_SUMS 16
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -34,7 +51,8 @@ typedef struct ms__cuda_row {
 typedef struct ms__cuda_args {
   uint64_t logits, stride, blob, allow_bits, bias_bits, work, parts;
   uint64_t seq_state, seq_len, seq_stride, tokens, out, top, probs, probs_stride;
-  int32_t n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pad;
+  int32_t n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pass;
+  uint64_t sel;
 } ms__cuda_args;
 
 /* struct SeqArgs in kernels.cu. */
@@ -45,7 +63,7 @@ typedef struct ms__cuda_seq_args {
 
 /* Layout checks (a negative array size fails the build). */
 typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 128) ? 1 : -1];
-typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 152) ? 1 : -1];
+typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 160) ? 1 : -1];
 typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 56) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
 typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
@@ -67,7 +85,7 @@ struct ms_cuda {
   int32_t max_rows, max_vocab, max_slots, words, split;
   int32_t extra_words;
   size_t blob_bytes;
-  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_tokens, d_seq_state, d_seq_len;
+  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len;
   void *stage[2];
   ms__CUhandle ev[2];
   int ev_used[2];
@@ -98,6 +116,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += 2 * rows * W * 4;                                                 /* allow + bias bits */
   n += rows * V * 4;                                                     /* work rows */
   n += rows * MS__CUDA_MAX_PARTS * 24;                                   /* partials */
+  n += (rows < MS__CUDA_SPLIT_ROWS ? rows : MS__CUDA_SPLIT_ROWS) * MS__CUDA_SEL_BYTES; /* split rows' state */
   n += rows * 4;                                                         /* tokens */
   n += S * V * 4 + S * 4;                                                /* sequences */
   return n;
@@ -129,6 +148,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
     if (cu->d_bias) d->mem_free(cu->d_bias);
     if (cu->d_work) d->mem_free(cu->d_work);
     if (cu->d_parts) d->mem_free(cu->d_parts);
+    if (cu->d_sel) d->mem_free(cu->d_sel);
     if (cu->d_tokens) d->mem_free(cu->d_tokens);
     if (cu->d_seq_state) d->mem_free(cu->d_seq_state);
     if (cu->d_seq_len) d->mem_free(cu->d_seq_len);
@@ -151,7 +171,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   int pushed = 0, major = 0, minor = 0, i;
   const ms__cu_bin *bin = NULL;
   ms_cuda_compile_opts co;
-  size_t V, W, rows;
+  size_t V, W, rows, sel_rows;
   if (msg && msg_size) msg[0] = 0;
   if (!out || !desc) { ms__cu_msg(msg, msg_size, "out and desc must not be NULL"); return MS_ERR_NULL_ARGUMENT; }
   *out = NULL;
@@ -231,6 +251,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
 
   /* the workspace, once */
   rows = (size_t)cu->max_rows; V = (size_t)cu->max_vocab; W = (size_t)cu->words;
+  sel_rows = rows < MS__CUDA_SPLIT_ROWS ? rows : MS__CUDA_SPLIT_ROWS;
   cu->blob_bytes = rows * sizeof(ms__cuda_row) + (size_t)cu->extra_words * 4;
   rc = MS_ERR_OUT_OF_MEMORY;
   if ((e = d->mem_alloc(&cu->d_blob, cu->blob_bytes)) != MS__CUDA_SUCCESS ||
@@ -238,6 +259,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (e = d->mem_alloc(&cu->d_bias, rows * W * 4)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_work, rows * V * 4)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_parts, rows * MS__CUDA_MAX_PARTS * 24)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_sel, sel_rows * MS__CUDA_SEL_BYTES)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_tokens, rows * 4)) != MS__CUDA_SUCCESS ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS)) {
@@ -251,15 +273,15 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       goto fail;
     }
   }
-  if (cu->max_slots > 0) {
-    /* empty sequences until ms_cuda_seq_reset */
-    if ((e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS ||
-        (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS ||
-        (e = d->ctx_synchronize()) != MS__CUDA_SUCCESS) {
-      ms__cu_msg(msg, msg_size, "clearing the sequences: %s", ms__cu_errstr(e));
-      rc = MS_ERR_DEVICE;
-      goto fail;
-    }
+  /* split rows' states start zero (their arrival counts and histograms
+     return to zero after every use); empty sequences until ms_cuda_seq_reset */
+  if ((e = d->memset_d32_async(cu->d_sel, 0u, sel_rows * MS__CUDA_SEL_BYTES / 4, NULL)) != MS__CUDA_SUCCESS ||
+      (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS) ||
+      (e = d->ctx_synchronize()) != MS__CUDA_SUCCESS) {
+    ms__cu_msg(msg, msg_size, "clearing the workspace: %s", ms__cu_errstr(e));
+    rc = MS_ERR_DEVICE;
+    goto fail;
   }
   ms__cuda_leave(pushed);
   ms__cu_msg(msg, msg_size, "%s (%s, %d SMs)", cu->name, cu->target, cu->sm_count);
@@ -291,17 +313,18 @@ static void ms__cuda_sort_bias(int32_t *idx, const ms_bias *bias, int32_t n) {
   }
 }
 
-/* Packs the rows into the staging buffer: rows, then the lists. Returns
-   the bytes used, or 0 when the lists do not fit. */
+/* Packs the rows into the staging buffer: rows, then the lists; *needs
+   gets the MS__CUDA_N_* of the valid rows. Returns the bytes used, or 0
+   when the lists do not fit. */
 static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, int accept_ok,
-                            int *any_mask, ms_result *first_err) {
+                            int *needs, ms_result *first_err) {
   ms__cuda_row *rows = (ms__cuda_row *)stage;
   int32_t *words = (int32_t *)stage;
   const int32_t V = b->vocab, nw = ms__cuda_words(b->vocab);
   size_t used = (size_t)b->n_rows * sizeof(ms__cuda_row) / 4;   /* in words */
   const size_t cap = cu->blob_bytes / 4;
   int32_t r, j;
-  *any_mask = 0;
+  *needs = 0;
   *first_err = MS_OK;
   for (r = 0; r < b->n_rows; r++) {
     ms__cuda_row *R = &rows[r];
@@ -402,7 +425,14 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     }
     if (p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || (flags & MS__CUDA_F_MINTOK)) flags |= MS__CUDA_F_MASK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN)) flags |= MS__CUDA_F_WORK;
-    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *any_mask = 1;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *needs |= MS__CUDA_N_MASK;
+    if (!(flags & MS__CUDA_F_GREEDY)) {
+      *needs |= MS__CUDA_N_SUMS;
+      if (R->min_p > 0.0f) *needs |= MS__CUDA_N_MINP;
+      if (R->top_k > 0) *needs |= MS__CUDA_N_TOPK;
+      if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
+    }
+    if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
     R->flags = flags;
   }
   return used * 4;
@@ -420,9 +450,9 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   const ms__cu_driver *d = &ms__cu_g.drv;
   ms__cuda_args A;
   ms_result rc = MS_OK, first_err;
-  int pushed = 0, any_mask = 0, s;
+  int pushed = 0, needs = 0, s, pass;
   size_t bytes;
-  int32_t G = 0;
+  int32_t G = 0, tile;
   if (!cu || !b || !b->params || !b->logits || (!b->tokens && !probs)) return MS_ERR_NULL_ARGUMENT;
   if (b->vocab < 1 || b->vocab > cu->max_vocab) return MS_ERR_BAD_VOCAB;
   if (b->n_rows < 1 || b->n_rows > cu->max_rows || b->row_stride < (size_t)b->vocab) return MS_ERR_INVALID_PARAM;
@@ -434,20 +464,22 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   s = cu->stage_next;
   cu->stage_next ^= 1;
   if (cu->ev_used[s] && d->event_synchronize(cu->ev[s]) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
-  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, &any_mask, &first_err);
+  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, &needs, &first_err);
   if (bytes == 0) { rc = MS_ERR_CAPACITY; goto done; }
   if (d->memcpy_htod_async(cu->d_blob, cu->stage[s], bytes, stream) != MS__CUDA_SUCCESS ||
       d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
   cu->ev_used[s] = 1;
 
-  /* blocks per row: small batches split the first pass over the row */
+  /* blocks per row: small batches split every full-row pass over G
+     blocks (chunks of whole draw tiles, see tile_e in kernels.cu) */
   if (cu->split > 0) G = cu->split;
   else if (cu->split == 0) {
     G = (2 * cu->sm_count + b->n_rows - 1) / b->n_rows;
     if (G > b->vocab / 4096) G = b->vocab / 4096;
   }
   if (G > MS__CUDA_MAX_PARTS) G = MS__CUDA_MAX_PARTS;
-  if (G <= 1) G = 0;
+  if (G <= 1 || b->n_rows > MS__CUDA_SPLIT_ROWS) G = 0;
+  tile = 32 * ((b->vocab + 32 * MS__CUDA_MAX_TILES - 1) / (32 * MS__CUDA_MAX_TILES));
 
   memset(&A, 0, sizeof A);
   A.logits = (uint64_t)(uintptr_t)b->logits;
@@ -457,6 +489,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.bias_bits = (uint64_t)cu->d_bias;
   A.work = (uint64_t)cu->d_work;
   A.parts = (uint64_t)cu->d_parts;
+  A.sel = (uint64_t)cu->d_sel;
   A.seq_state = (uint64_t)cu->d_seq_state;
   A.seq_len = (uint64_t)cu->d_seq_len;
   A.seq_stride = (uint64_t)cu->max_vocab;
@@ -469,12 +502,24 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.vocab = b->vocab;
   A.words = cu->words;
   A.n_parts = G;
-  A.chunk = G ? (((b->vocab + G - 1) / G + 31) / 32) * 32 : b->vocab;
+  A.chunk = G ? (((b->vocab + G - 1) / G + tile - 1) / tile) * tile : b->vocab;
   A.top_stride = b->top ? b->top_stride : 0;
   A.n_slots = cu->max_slots;
 
-  if (any_mask && (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-  if (G > 0 && (rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  if ((needs & MS__CUDA_N_MASK) &&
+      (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  if (G > 0) {
+    /* split rows: the statistics, then each full-row pass some row needs,
+       in the pipeline's order (A is copied at every launch) */
+    if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    for (pass = MS__CUDA_P_MINP; pass <= MS__CUDA_P_SUMS; pass++) {
+      int need = pass == MS__CUDA_P_MINP ? MS__CUDA_N_MINP : pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
+               : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
+      if (!(needs & need)) continue;
+      A.pass = pass;
+      if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    }
+  }
   if ((rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   if (b->host_tokens && b->tokens &&
       d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {

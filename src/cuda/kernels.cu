@@ -4,14 +4,24 @@
 
    Launch sequence per batch (all on the caller's stream):
      ms_k_mask   grid B        rows with masks/bias: allow bits and bias bits
-     ms_k_stats  grid G x B    small batches only: each of G blocks takes a
-                               chunk of a row (masks, bias, penalties, max,
-                               argmax, NaN/Inf, raw log-sum-exp); partials
-     ms_k_row    grid B        one block per row: combines the partials (or
-                               computes them itself when G = 0), then
-                               greedy / min_p / top_k / top_p thresholds by
-                               radix selection, the draw, logprobs, probs,
-                               and the device-side sequence update.
+     ms_k_stats  grid G x B    split rows (small batches): each of G blocks
+                               takes a chunk of a row (masks, bias,
+                               penalties, max, argmax, NaN/Inf, raw
+                               log-sum-exp); the last block of a row to
+                               finish combines the partials into the row's
+                               Sel state
+     ms_k_pass   grid G x B    split rows: one launch per full-row pass of
+                               the selection (min_p, 3 radix passes of
+                               top_k, 3 of top_p, the draw's tile sums);
+                               blocks add their chunk's histogram into the
+                               row's Sel and the last block to finish
+                               takes the pass's decision for the next launch
+                               (a "last block" count, never a spin barrier)
+     ms_k_row    grid B        one block per row: the whole pipeline for
+                               unsplit rows; for split rows only what is
+                               left after the passes (the draw inside one
+                               tile, logprobs, probs) and the device-side
+                               sequence update.
    Every filter keeps an upper set of values, so the kept set of a row is
    { i : logit_i >= theta } for one threshold theta; no stage sorts. */
 
@@ -60,11 +70,41 @@ struct Row {
 struct Args {
   u64 logits, stride, blob, allow_bits, bias_bits, work, parts;
   u64 seq_state, seq_len, seq_stride, tokens, out, top, probs, probs_stride;
-  i32 n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pad;
+  i32 n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pass;
+  u64 sel;
 };
 
 /* Per-chunk statistics of a row (ms_k_stats -> ms_k_row). */
 struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
+
+/* Passes of ms_k_pass (Args.pass): keep in sync with MS__CUDA_P_* in
+   impl_launch.c. */
+#define P_MINP  0   /* min_p threshold (an atomic min, no decision) */
+#define P_COUNT 1   /* 1, 2, 3: top_k's radix passes */
+#define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
+#define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
+
+/* The selection state of a split row in global memory (ms_k_stats's last
+   block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
+   it). MS__CUDA_SEL_BYTES in impl_launch.c is its size. */
+struct Sel {
+  Part P;                 /* the combined statistics of the row */
+  i32 status;             /* 0, or ST_* from the statistics */
+  i32 stats_arrived;      /* blocks of ms_k_stats done (the last resets it) */
+  i32 arrived;            /* blocks of the current pass done (the last resets it) */
+  u32 t_minp;             /* min_p's threshold key (an atomic min over blocks) */
+  u32 lower;              /* the current radix selection: keys >= lower ... */
+  u32 prefix, pm;         /* ... whose bits under pm equal prefix */
+  u32 tk, tp;             /* top_k's and top_p's threshold keys */
+  i32 cdone, pdone;       /* top_k / top_p decided (early when few keys qualify) */
+  u32 cnt;                /* kept elements (P_SUMS) */
+  i32 last;               /* the last kept id of positive weight (P_SUMS) */
+  i32 pad;
+  double target;          /* what is left to select below prefix */
+  double hist[MS_BINS];   /* the current pass's histogram, zero between passes */
+  double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
+};
+static_assert(sizeof(Sel) == 32856, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -335,6 +375,81 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   return p;
 }
 
+/* A partial written by another block of this kernel, read past L1. */
+__device__ Part part_ld(const Part *p) {
+  const volatile i32 *w = (const volatile i32 *)p;
+  Part q;
+  q.m = __int_as_float(w[0]); q.am = w[1]; q.mr = __int_as_float(w[2]);
+  q.sr = __int_as_float(w[3]); q.fl = w[4]; q.pad = 0;
+  return q;
+}
+
+/* The statistics of a whole row from the partials of its n chunks, in
+   chunk order: the max with its lowest index, the flags, the raw
+   log-sum-exp rescaled to the larger max. */
+__device__ Part combine_parts(const Part *pp, i32 n) {
+  Part c = part_ld(pp);
+  for (i32 j = 1; j < n; j++) {
+    Part q = part_ld(pp + j);
+    if (q.m > c.m || (q.m == c.m && q.am < c.am)) { c.m = q.m; c.am = q.am; }
+    c.fl |= q.fl;
+    if (q.mr > c.mr) { c.sr = c.sr * (c.mr > ms_neg_inf() ? ms_expf_dev(c.mr - q.mr) : 0.0f) + q.sr; c.mr = q.mr; }
+    else if (q.mr > ms_neg_inf()) c.sr += q.sr * ms_expf_dev(q.mr - c.mr);
+  }
+  return c;
+}
+
+/* The row's result code from its statistics (0: it can be sampled). */
+__device__ __forceinline__ i32 part_status(const Part &p) {
+  if (p.fl & 1) return ST_NAN;
+  if (p.fl & 2) return ST_INF;
+  if (!(p.m > ms_neg_inf())) return ST_ALL_MASKED;
+  return 0;
+}
+
+/* The draw's tiles: 32 * E consecutive ids, E from the vocabulary alone,
+   so a row's tiles, and the double sums over them, are the same whether
+   the row is split over blocks or not (split chunks are whole tiles). */
+__device__ __forceinline__ i32 tile_e(i32 V) { return max(1, (V + 32 * MS_MAXT - 1) / (32 * MS_MAXT)); }
+
+/* The kept weight of tile t, summed by one warp (every lane gets the same
+   value); counts the lane's kept elements and its last kept id of
+   positive weight. */
+__device__ __forceinline__ double tile_sum(const float *src, i32 V, i32 t, i32 E, u32 theta, float M, float S,
+                                           i32 lane, u32 *cnt, i32 *last) {
+  double s = 0.0;
+  for (i32 j = 0; j < E; j++) {
+    i32 i = t * 32 * E + j * 32 + lane;
+    if (i < V) {
+      float l = src[i];
+      if (fkey(l) >= theta) {
+        float w = wgt(l, M, S);
+        s += (double)w;
+        (*cnt)++;
+        if (w > 0.0f) *last = max(*last, i);
+      }
+    }
+  }
+  return warp_sum(s);
+}
+
+/* The thresholds of a split row from its Sel (as ms_k_row derives them
+   for an unsplit row): top_k's lower bound (vLLM: min_p first; HF: none),
+   top_p's (the top_k threshold), and the kept set's. */
+__device__ __forceinline__ u32 sel_lower(const Row &R, const Sel *Q) {
+  return (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : Q->t_minp;
+}
+__device__ __forceinline__ u32 sel_t1(const Row &R, const Sel *Q) {
+  u32 t = sel_lower(R, Q);
+  return R.top_k > 0 ? max(t, Q->tk) : t;
+}
+__device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
+  u32 th = sel_t1(R, Q);
+  if (R.top_p < 1.0f) th = max(th, Q->tp);
+  if (R.flags & F_HF) th = max(th, Q->t_minp);
+  return th;
+}
+
 /* ---- kernels --------------------------------------------------------------- */
 
 /* Builds the allow bits (bitmask & allowed ids & ~banned & ~min_tokens
@@ -391,15 +506,37 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 }
 
 /* Split rows (small batches): block (c, r) computes the statistics of
-   chunk c of row r; ms_k_row combines the n_parts partials. */
+   chunk c of row r; the last block of the row to finish combines the
+   n_parts partials into the row's Sel and readies it for ms_k_pass. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_stats(Args A) {
+  __shared__ i32 s_last;
   const i32 c = blockIdx.x, r = blockIdx.y;
   const Row &R = ((const Row *)A.blob)[r];
+  Sel *Q = (Sel *)A.sel + r;
   if (R.status != 0) return;
   i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
   if (beg > end) beg = end;
   Part p = row_stats(A, R, r, beg, end);
-  if (threadIdx.x == 0) ((Part *)A.parts)[(u64)r * (u64)A.n_parts + (u64)c] = p;
+  Part *pp = (Part *)A.parts + (u64)r * (u64)A.n_parts;
+  if (threadIdx.x == 0) {
+    pp[c] = p;
+    __threadfence();   /* the partial before the count that announces it */
+    s_last = atomicAdd(&Q->stats_arrived, 1) == A.n_parts - 1;
+  }
+  __syncthreads();
+  if (!s_last) return;
+  if (threadIdx.x == 0) {
+    Part t = combine_parts(pp, A.n_parts);
+    Q->P = t;
+    Q->status = part_status(t);
+    Q->stats_arrived = 0;
+    Q->arrived = 0;
+    Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? 0xffffffffu : MS_KEY_NEG_INF + 1u;
+    Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
+    Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->pad = 0;
+    Q->target = 0.0;
+  }
+  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0.0;
 }
 
 /* ---- selection ------------------------------------------------------------- */
@@ -547,6 +684,124 @@ __device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, floa
   return prefix;
 }
 
+/* ---- split passes ---------------------------------------------------------- */
+
+/* One full-row pass of the selection of split rows (Args.pass): block
+   (c, r) reads chunk c of row r. P_MINP lowers Sel.t_minp atomically.
+   P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the radix passes of
+   select_count and select_mass: each block adds its chunk's histogram
+   into Sel.hist, and the last block of the row to finish (Sel.arrived)
+   finds the bin, clears the histogram and stores the decision for the
+   next launch. P_SUMS stores the draw's tile sums of the kept set. Rows
+   that a pass does not concern return at once, all their blocks alike. */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
+  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; } sh;
+  __shared__ i32 s_last;
+  const i32 c = blockIdx.x, r = blockIdx.y, tid = threadIdx.x;
+  const Row &R = ((const Row *)A.blob)[r];
+  Sel *Q = (Sel *)A.sel + r;
+  const i32 pass = A.pass, V = A.vocab;
+  if (R.status != 0 || Q->status != 0) return;
+  const int greedy = (R.flags & F_GREEDY) != 0;
+  i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
+  if (beg > end) beg = end;
+  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
+                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
+
+  if (pass == P_MINP) {
+    if (greedy || !(R.min_p > 0.0f)) return;
+    u32 mk = 0xffffffffu;
+    for (i32 i = beg + tid; i < end; i += blockDim.x) {
+      float l = src[i];
+      if (l > ms_neg_inf() && wgt(l, M, S) >= R.min_p) mk = min(mk, fkey(l));
+    }
+    mk = bmin_u(mk);
+    if (tid == 0 && mk != 0xffffffffu) atomicMin(&Q->t_minp, mk);
+    return;
+  }
+
+  if (pass == P_SUMS) {
+    const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
+    if (greedy && !lp_proc) return;
+    const u32 theta = greedy ? MS_KEY_NEG_INF + 1u : sel_theta(R, Q);
+    const i32 E = tile_e(V), TILE = 32 * E;
+    const i32 lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+    const i32 t_end = (end + TILE - 1) / TILE;   /* beg is a multiple of TILE */
+    u32 cnt = 0u;
+    i32 last = -1;
+    for (i32 t = beg / TILE + warp; t < t_end; t += nwarps) {
+      double s = tile_sum(src, V, t, E, theta, M, S, lane, &cnt, &last);
+      if (lane == 0) Q->tsum[t] = s;
+    }
+    cnt = bsum_u(cnt);
+    last = bmax_i(last);
+    if (tid == 0) {
+      if (cnt) atomicAdd(&Q->cnt, cnt);
+      if (last >= 0) atomicMax(&Q->last, last);
+    }
+    return;
+  }
+
+  /* the radix passes */
+  const int count = pass < P_MASS;
+  const i32 j = pass - (count ? P_COUNT : P_MASS);
+  if (greedy || j < 0 || j > 2) return;
+  if (count ? (R.top_k <= 0 || Q->cdone) : (!(R.top_p < 1.0f) || Q->pdone)) return;
+  const int shift = j == 0 ? 21 : j == 1 ? 10 : 0;
+  const i32 nb = j == 2 ? 1024 : 2048;
+  const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
+  const u32 prefix = j > 0 ? Q->prefix : 0u, pm = j > 0 ? Q->pm : 0u;
+  for (i32 b = tid; b < nb; b += blockDim.x) { if (count) sh.u[b] = 0u; else sh.d[b] = 0.0; }
+  __syncthreads();
+  for (i32 i = beg + tid; i < end; i += blockDim.x) {
+    float l = src[i];
+    u32 key = fkey(l);
+    if (key >= lower && (key & pm) == prefix) {
+      i32 b = (i32)((key >> shift) & (u32)(nb - 1));
+      if (count) atomicAdd(&sh.u[b], 1u);
+      else atomicAdd(&sh.d[b], (double)wgt(l, M, S));
+    }
+  }
+  __syncthreads();
+  for (i32 b = tid; b < nb; b += blockDim.x) {
+    double v = count ? (double)sh.u[b] : sh.d[b];
+    if (v != 0.0) atomicAdd(&Q->hist[b], v);
+  }
+  __threadfence();   /* this block's bins before the count that announces them */
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+  __syncthreads();
+  if (!s_last) return;
+
+  /* the last block: the row's histogram is complete */
+  volatile double *gh = Q->hist;
+  for (i32 b = tid; b < nb; b += blockDim.x) { sh.d[b] = gh[b]; gh[b] = 0.0; }
+  __syncthreads();
+  double target = Q->target;
+  if (j == 0) {
+    double tot = 0.0;
+    for (i32 b = tid; b < nb; b += blockDim.x) tot += sh.d[b];
+    tot = bsum_d(tot);
+    if (count && tot <= (double)R.top_k) {
+      /* at most k keys qualify: all are kept */
+      if (tid == 0) { Q->tk = lower; Q->cdone = 1; Q->arrived = 0; }
+      return;
+    }
+    target = count ? (double)R.top_k : (double)R.top_p * tot;
+  }
+  double above;
+  const i32 b = find_bin<double>(sh.d, nb, target, &above);
+  if (tid == 0) {
+    const u32 np = prefix | ((u32)b << shift), npm = pm | ((u32)(nb - 1) << shift);
+    Q->lower = lower; Q->prefix = np; Q->pm = npm; Q->target = target - above; Q->arrived = 0;
+    if (j == 2) {
+      if (count) { Q->tk = np; Q->cdone = 1; }
+      else { Q->tp = np; Q->pdone = 1; }
+    }
+  }
+}
+
 /* ---- the row kernel -------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
@@ -568,29 +823,18 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   const Row &R = sR;
   Out *out = A.out ? (Out *)A.out + r : (Out *)0;
 
-  /* statistics: combine the split partials, or compute them here */
-  if (A.n_parts > 0) {
-    if (tid == 0) {
-      const Part *pp = (const Part *)A.parts + (u64)r * (u64)A.n_parts;
-      Part c = pp[0];
-      for (i32 j = 1; j < A.n_parts; j++) {
-        Part q = pp[j];
-        if (q.m > c.m || (q.m == c.m && q.am < c.am)) { c.m = q.m; c.am = q.am; }
-        c.fl |= q.fl;
-        if (q.mr > c.mr) { c.sr = c.sr * (c.mr > ms_neg_inf() ? ms_expf_dev(c.mr - q.mr) : 0.0f) + q.sr; c.mr = q.mr; }
-        else if (q.mr > ms_neg_inf()) c.sr += q.sr * ms_expf_dev(q.mr - c.mr);
-      }
-      sP = c;
-    }
+  /* statistics: the split row's (combined by ms_k_stats), or computed here */
+  const int split = A.n_parts > 0;
+  const Sel *Q = split ? (const Sel *)A.sel + r : (const Sel *)0;
+  if (split) {
+    if (tid == 0) sP = Q->P;
   } else {
     Part p = row_stats(A, R, r, 0, V);
     if (tid == 0) sP = p;
   }
   if (tid == 0) {
     i32 st = R.status;
-    if (st == 0 && (sP.fl & 1)) st = ST_NAN;
-    if (st == 0 && (sP.fl & 2)) st = ST_INF;
-    if (st == 0 && !(sP.m > ms_neg_inf())) st = ST_ALL_MASKED;
+    if (st == 0) st = part_status(sP);
     s_status = st;
     s_pos = (R.flags & F_POS_SLOT) && R.slot >= 0 ? (u64)((const i32 *)A.seq_len)[R.slot] : R.position;
   }
@@ -617,7 +861,8 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   u32 theta = MS_KEY_NEG_INF + 1u;        /* kept set: fkey(l) >= theta */
   i32 token = sP.am;
 
-  if (!greedy) {
+  if (!greedy && split) theta = sel_theta(R, Q);   /* ms_k_pass selected */
+  else if (!greedy) {
     LpVal sv; sv.p = src; sv.theta = 0u; sv.raw = 1;
     u32 t_minp = MS_KEY_NEG_INF + 1u;
     if (R.min_p > 0.0f) {
@@ -647,27 +892,20 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   double Z = 1.0;
   i32 nkept = 1;
   if (!greedy || lp_proc) {
-    const i32 E = max(1, (V + 32 * MS_MAXT - 1) / (32 * MS_MAXT));
+    const i32 E = tile_e(V);
     const i32 TILE = 32 * E;
     const i32 nt = (V + TILE - 1) / TILE;
     i32 last = -1;
     u32 cnt = 0u;
-    for (i32 t = warp; t < nt; t += nwarps) {
-      double s = 0.0;
-      for (i32 j = 0; j < E; j++) {
-        i32 i = t * TILE + j * 32 + lane;
-        if (i < V) {
-          float l = src[i];
-          if (fkey(l) >= theta) {
-            float w = wgt(l, M, S);
-            s += (double)w;
-            cnt++;
-            if (w > 0.0f) last = max(last, i);
-          }
-        }
+    if (split) {
+      /* ms_k_pass's P_SUMS: the same tiles, summed the same way */
+      for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
+      if (tid == 0) { cnt = Q->cnt; last = Q->last; }
+    } else {
+      for (i32 t = warp; t < nt; t += nwarps) {
+        double s = tile_sum(src, V, t, E, theta, M, S, lane, &cnt, &last);
+        if (lane == 0) s_buf.t[t] = s;
       }
-      s = warp_sum(s);
-      if (lane == 0) s_buf.t[t] = s;
     }
     last = bmax_i(last);
     nkept = (i32)bsum_u(cnt);
