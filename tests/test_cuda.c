@@ -755,11 +755,14 @@ static void test_gpu_features_match_cpu(void) {
 /* Every split of a row over blocks (none, 2, 7, 32: chunks past the end of
    a small row are empty) and vocabularies from 1 to 150001 (> 65536: the
    draw's tiles hold several 32-id groups), with raw and processed
-   logprobs, rows that are mostly -inf, and NaN / +Inf in the last chunk. */
+   logprobs, rows that are mostly -inf, and NaN / +Inf in the last chunk.
+   Rows 8-11 take top_k's two routes: the candidates (few keys from the
+   k-th largest's radix bin up) and the full radix selection (k > 1024, or
+   ties that fill the bin: logits in steps of 0.5, all equal). */
 static void test_gpu_splits_and_vocab_edges(void) {
   static const int32_t splits[] = { -1, 2, 7, 32 };
   static const int vocabs[] = { 1, 2, 33, 37, 1000, 5000, 150001 };
-  enum { R = 8, VMAX = 150001 };
+  enum { R = 12, VMAX = 150001 };
   static float logits[R * VMAX], probs[R * VMAX], cprobs[VMAX];
   static ms_logprob top[R * 8], ctop[8];
   ms_sampler *cpu = NULL;
@@ -791,7 +794,7 @@ static void test_gpu_splits_and_vocab_edges(void) {
       for (r = 0; r < R; r++) {
         float *x = logits + (size_t)r * (size_t)V;
         ps[r] = ms_params_default();
-        ps[r].temperature = r == 0 ? 0.0f : 0.6f + 0.2f * (float)r;
+        ps[r].temperature = r == 0 ? 0.0f : 0.6f + 0.2f * (float)(r % 8);   /* vLLM: T <= 2 */
         ps[r].top_k = r == 2 ? 5 : 0;
         ps[r].top_p = r == 3 ? 0.9f : 1.0f;
         ps[r].min_p = r == 4 ? 0.05f : 0.0f;
@@ -803,6 +806,10 @@ static void test_gpu_splits_and_vocab_edges(void) {
         t_fill(x, V, 2.0f);
         if (r == 6) { for (j = 0; j < V; j++) x[j] = -INFINITY; x[V - 1] = 1.0f; x[V / 2] = 0.5f; }
         if (r == 7 && V > 1) x[V - 1] = vi % 2 ? (float)NAN : INFINITY;
+        if (r == 8) { ps[r].top_k = 50; ps[r].top_p = 0.9f; for (j = 0; j < V; j++) x[j] = floorf(x[j] * 2.0f) * 0.5f; }
+        if (r == 9) { ps[r].top_k = 1500; ps[r].top_p = 0.95f; }
+        if (r == 10) { ps[r].top_k = 40; ps[r].top_p = 0.8f; ps[r].min_p = 0.1f; ps[r].profile = MS_PROFILE_HF; }
+        if (r == 11) { ps[r].top_k = 3; ps[r].min_p = 0.05f; for (j = 0; j < V; j++) x[j] = 0.25f; }
       }
       CHECK(ms_cuda_upload(cu, dl, logits, (size_t)R * (size_t)V * 4) == MS_OK);
       memset(&b, 0, sizeof b);

@@ -16,14 +16,15 @@
 
 #define MS__CUDA_MAX_PARTS 32
 #define MS__CUDA_SPLIT_ROWS 512    /* rows with a Sel state: larger batches are never split */
-#define MS__CUDA_SEL_BYTES 32856   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41056   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
 #define MS__CUDA_P_MINP 0
 #define MS__CUDA_P_COUNT 1
-#define MS__CUDA_P_MASS 4
-#define MS__CUDA_P_SUMS 7
+#define MS__CUDA_P_CAND 4
+#define MS__CUDA_P_MASS 5
+#define MS__CUDA_P_SUMS 8
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */

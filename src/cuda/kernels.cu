@@ -81,8 +81,9 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
    impl_launch.c. */
 #define P_MINP  0   /* min_p threshold (an atomic min, no decision) */
 #define P_COUNT 1   /* 1, 2, 3: top_k's radix passes */
-#define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
-#define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
+#define P_CAND  4   /* top_k's candidates, when the first radix pass found few */
+#define P_MASS  5   /* 5, 6, 7: top_p's radix passes */
+#define P_SUMS  8   /* the draw's tile sums, the kept count, the last kept id */
 
 /* The selection state of a split row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -99,12 +100,16 @@ struct Sel {
   i32 cdone, pdone;       /* top_k / top_p decided (early when few keys qualify) */
   u32 cnt;                /* kept elements (P_SUMS) */
   i32 last;               /* the last kept id of positive weight (P_SUMS) */
-  i32 pad;
+  i32 cand;               /* top_k resolves on candidates: keys >= cedge ... */
+  u32 cedge;
+  u32 ncand;              /* ... gathered by P_CAND into ck / cid */
   double target;          /* what is left to select below prefix */
   double hist[MS_BINS];   /* the current pass's histogram, zero between passes */
   double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
+  u32 ck[MS_CAND];        /* candidates' keys and ids, in no order */
+  i32 cid[MS_CAND];
 };
-static_assert(sizeof(Sel) == 32856, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41056, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -533,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_stats(Args A) {
     Q->arrived = 0;
     Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? 0xffffffffu : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
-    Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->pad = 0;
+    Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
     Q->target = 0.0;
   }
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0.0;
@@ -684,6 +689,103 @@ __device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, floa
   return prefix;
 }
 
+/* ---- top_k on candidates ---------------------------------------------------- */
+
+/* top_k's first radix pass over the keys >= lower (the top 11 bits, hist:
+   MS_BINS words of shared scratch): the lower edge of the bin that holds
+   the k-th largest key, and in *n_at how many keys lie at or above it (at
+   least k). When at most k keys qualify: lower, and their count. */
+__device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k, u32 *hist, u32 *n_at) {
+  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) hist[b] = 0u;
+  __syncthreads();
+  u32 mine = 0u;
+  for (i32 i = threadIdx.x; i < V; i += blockDim.x) {
+    u32 key = fkey(src[i]);
+    if (key >= lower) { atomicAdd(&hist[key >> 21], 1u); mine++; }
+  }
+  const u32 tot = bsum_u(mine);   /* (its barriers complete the histogram) */
+  if (tot <= k) { *n_at = tot; return lower; }
+  u32 above;
+  const i32 b = find_bin<u32>(hist, MS_BINS, k, &above);
+  *n_at = above + hist[b];
+  __syncthreads();
+  return max(lower, (u32)b << 21);
+}
+
+/* Finishes the selection of a top_k row on its candidates: the n <=
+   MS_CAND keys >= lower that hold the k largest (all of them when n <= k)
+   in ck / cid, in any order (shared arrays; cw: shared scratch; every
+   thread of the block calls, with at least n threads). top_k, then top_p
+   on its survivors, then HF's min_p (t_minp), by the rules of the radix
+   path; then the draw with u among the kept in id order. Returns theta
+   (the kept set is every key >= theta in the row); *Z, *nkept and *token
+   (-1 when nothing has weight) in thread 0. The candidates are put in a
+   canonical order first (key descending, id ascending), so the sums and
+   the token do not depend on the order they were gathered in. */
+__device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 *cid, double *cw, const Row &R,
+                                          u32 lower, u32 t_minp, float M, float S, double u,
+                                          double *Z_out, i32 *nkept_out, i32 *token_out) {
+  const i32 t = threadIdx.x;
+  const int mine = t < n;
+  u32 k = mine ? ck[t] : 0u;
+  i32 id = mine ? cid[t] : 0x7fffffff;
+  i32 pos = 0;
+  if (mine) for (i32 j = 0; j < n; j++) { u32 kj = ck[j]; pos += (kj > k || (kj == k && cid[j] < id)) ? 1 : 0; }
+  __syncthreads();
+  if (mine) { ck[pos] = k; cid[pos] = id; }
+  __syncthreads();
+  /* thread t now holds the t-th largest */
+  k = mine ? ck[t] : 0u;
+  id = mine ? cid[t] : 0x7fffffff;
+  const double w = mine ? (double)wgt(src[id], M, S) : 0.0;
+  u32 th = lower;
+  /* the k-th largest; with n <= k every candidate stays, and the smallest
+     is the threshold (the row's other keys are below the candidates) */
+  if (R.top_k > 0 && n > 0) th = max(th, ck[min(n, R.top_k) - 1]);
+  if (R.top_p < 1.0f) {
+    /* a value stays iff the mass strictly above it (the prefix at the
+       first entry of its key) is < p * the top_k survivors' mass */
+    const int in1 = mine && k >= th;
+    double z1;
+    const double ex = bscan_excl(in1 ? w : 0.0, &z1);
+    if (mine) cw[t] = ex;
+    __syncthreads();
+    double above = 0.0;
+    if (mine) {
+      i32 lo = 0, hi = t;
+      while (lo < hi) { i32 mid = (lo + hi) >> 1; if (ck[mid] > k) lo = mid + 1; else hi = mid; }
+      above = cw[lo];
+    }
+    const int keep = in1 && w > 0.0 && above < (double)R.top_p * z1;
+    u32 tp = bmin_u(keep ? k : 0xffffffffu);
+    if (tp == 0xffffffffu) tp = ck[0];   /* nothing qualifies (rounding): the largest value */
+    th = max(th, tp);
+  }
+  if (R.flags & F_HF) th = max(th, t_minp);
+  const int kept = mine && k >= th;
+  const i32 nk = (i32)bsum_u(kept ? 1u : 0u);
+  const double Z = bsum_d(kept ? w : 0.0);
+  /* the draw: the first kept id whose running weight exceeds u * Z */
+  i32 ipos = 0;
+  if (kept) for (i32 j = 0; j < n; j++) ipos += (ck[j] >= th && cid[j] < id) ? 1 : 0;
+  __syncthreads();
+  if (kept) { cw[ipos] = w; cid[ipos] = id; }
+  __syncthreads();
+  const double v = t < nk ? cw[t] : 0.0;
+  double tot;
+  const double run = bscan_excl(v, &tot);
+  const int pos_w = t < nk && v > 0.0;
+  const i32 first = bmin_i(pos_w && run + v > u * Z ? t : 0x7fffffff);
+  const i32 lastp = bmax_i(pos_w ? t : -1);
+  if (t == 0) {
+    *Z_out = Z;
+    *nkept_out = nk;
+    *token_out = first != 0x7fffffff ? cid[first] : lastp >= 0 ? cid[lastp] : -1;
+  }
+  __syncthreads();
+  return th;
+}
+
 /* ---- split passes ---------------------------------------------------------- */
 
 /* One full-row pass of the selection of split rows (Args.pass): block
@@ -721,16 +823,31 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     return;
   }
 
+  if (pass == P_CAND) {
+    if (greedy || !Q->cand) return;
+    const u32 edge = Q->cedge;
+    for (i32 i = beg + tid; i < end; i += blockDim.x) {
+      u32 key = fkey(src[i]);
+      if (key >= edge) {
+        u32 pos = atomicAdd(&Q->ncand, 1u);
+        if (pos < MS_CAND) { Q->ck[pos] = key; Q->cid[pos] = i; }
+      }
+    }
+    return;
+  }
+
   if (pass == P_SUMS) {
     const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
     if (greedy && !lp_proc) return;
+    if (Q->cand) return;   /* ms_k_row resolves it from the candidates */
     const u32 theta = greedy ? MS_KEY_NEG_INF + 1u : sel_theta(R, Q);
     const i32 E = tile_e(V), TILE = 32 * E;
     const i32 lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
-    const i32 t_end = (end + TILE - 1) / TILE;   /* beg is a multiple of TILE */
+    /* beg is a multiple of TILE unless the chunk lies past the row's end */
+    const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
     u32 cnt = 0u;
     i32 last = -1;
-    for (i32 t = beg / TILE + warp; t < t_end; t += nwarps) {
+    for (i32 t = t_beg + warp; t < t_end; t += nwarps) {
       double s = tile_sum(src, V, t, E, theta, M, S, lane, &cnt, &last);
       if (lane == 0) Q->tsum[t] = s;
     }
@@ -747,7 +864,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   const int count = pass < P_MASS;
   const i32 j = pass - (count ? P_COUNT : P_MASS);
   if (greedy || j < 0 || j > 2) return;
-  if (count ? (R.top_k <= 0 || Q->cdone) : (!(R.top_p < 1.0f) || Q->pdone)) return;
+  if (count ? (R.top_k <= 0 || Q->cdone) : (!(R.top_p < 1.0f) || Q->pdone || Q->cand)) return;
   const int shift = j == 0 ? 21 : j == 1 ? 10 : 0;
   const i32 nb = j == 2 ? 1024 : 2048;
   const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
@@ -784,14 +901,23 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     for (i32 b = tid; b < nb; b += blockDim.x) tot += sh.d[b];
     tot = bsum_d(tot);
     if (count && tot <= (double)R.top_k) {
-      /* at most k keys qualify: all are kept */
-      if (tid == 0) { Q->tk = lower; Q->cdone = 1; Q->arrived = 0; }
+      /* at most k keys qualify: all are kept (candidates when few) */
+      if (tid == 0) {
+        Q->tk = lower; Q->cdone = 1; Q->arrived = 0;
+        if (tot <= (double)MS_CAND) { Q->cand = 1; Q->cedge = lower; }
+      }
       return;
     }
     target = count ? (double)R.top_k : (double)R.top_p * tot;
   }
   double above;
   const i32 b = find_bin<double>(sh.d, nb, target, &above);
+  if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND) {
+    /* the keys from bin b up hold the k largest and are few: P_CAND
+       gathers them and ms_k_row finishes top_k and top_p on them */
+    if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; Q->arrived = 0; }
+    return;
+  }
   if (tid == 0) {
     const u32 np = prefix | ((u32)b << shift), npm = pm | ((u32)(nb - 1) << shift);
     Q->lower = lower; Q->prefix = np; Q->pm = npm; Q->target = target - above; Q->arrived = 0;
@@ -811,8 +937,9 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   __shared__ u64 s_pos;
   __shared__ i32 s_token;
   __shared__ i32 s_tile;
-  __shared__ union { double t[MS_MAXT]; struct { u32 key[MS_CAND]; i32 id[MS_CAND]; } c; } s_buf;
+  __shared__ union { double t[MS_MAXT]; struct { u32 key[MS_CAND]; i32 id[MS_CAND]; double w[MS_CAND]; } c; } s_buf;
   __shared__ u32 s_ncand;
+  __shared__ i32 s_ncand_i;
   __shared__ double s_start;
 
   const i32 r = blockIdx.x;
@@ -861,8 +988,22 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   u32 theta = MS_KEY_NEG_INF + 1u;        /* kept set: fkey(l) >= theta */
   i32 token = sP.am;
 
-  if (!greedy && split) theta = sel_theta(R, Q);   /* ms_k_pass selected */
-  else if (!greedy) {
+  /* top_k rows whose k largest lie among few keys finish on those
+     candidates (cand): the kept set, Z, the count and the token at once */
+  int cand = 0;
+  double Z = 1.0;
+  i32 nkept = 1;
+  if (!greedy && split) {
+    /* ms_k_pass selected, or gathered the candidates */
+    if (Q->cand) {
+      const i32 n = (i32)min(Q->ncand, (u32)MS_CAND);
+      for (i32 j = tid; j < n; j += blockDim.x) { s_buf.c.key[j] = Q->ck[j]; s_buf.c.id[j] = Q->cid[j]; }
+      __syncthreads();
+      theta = resolve_cands(src, n, s_buf.c.key, s_buf.c.id, s_buf.c.w, R, sel_lower(R, Q), Q->t_minp, M, S,
+                            ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
+      cand = 1;
+    } else theta = sel_theta(R, Q);
+  } else if (!greedy) {
     LpVal sv; sv.p = src; sv.theta = 0u; sv.raw = 1;
     u32 t_minp = MS_KEY_NEG_INF + 1u;
     if (R.min_p > 0.0f) {
@@ -877,21 +1018,44 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     /* vLLM: min_p -> top_k -> top_p; HF: top_k -> top_p -> min_p */
     u32 t1 = (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : t_minp;
     if (R.top_k > 0) {
-      u32 na, ne;
-      u32 tk = select_count(sv, V, t1, (u32)R.top_k, &na, &ne);
-      t1 = max(t1, tk);
+      u32 n_at;
+      const u32 edge = count_edge(src, V, t1, (u32)R.top_k, (u32 *)s_buf.t, &n_at);
+      if (n_at <= MS_CAND) {
+        if (tid == 0) s_ncand = 0u;
+        __syncthreads();
+        for (i32 i = tid; i < V; i += blockDim.x) {
+          u32 key = fkey(src[i]);
+          if (key >= edge) {
+            u32 pos = atomicAdd(&s_ncand, 1u);
+            if (pos < MS_CAND) { s_buf.c.key[pos] = key; s_buf.c.id[pos] = i; }
+          }
+        }
+        __syncthreads();
+        theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, t1, t_minp,
+                              M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
+        cand = 1;
+      } else {
+        u32 na, ne;
+        u32 tk = select_count(sv, V, t1, (u32)R.top_k, &na, &ne);
+        t1 = max(t1, tk);
+      }
     }
-    u32 th = t1;
-    if (R.top_p < 1.0f) th = max(th, select_mass(src, V, t1, M, S, R.top_p));
-    if (R.flags & F_HF) th = max(th, t_minp);
-    theta = th;
+    if (!cand) {
+      u32 th = t1;
+      if (R.top_p < 1.0f) th = max(th, select_mass(src, V, t1, M, S, R.top_p));
+      if (R.flags & F_HF) th = max(th, t_minp);
+      theta = th;
+    }
+  }
+  if (cand) {
+    __syncthreads();
+    Z = s_start; nkept = s_ncand_i;
+    if (!A.probs) token = s_token;
   }
 
   /* sums of the kept weights over tiles of 32 * E ids in id order: the
      mass Z, the draw, the processed logprobs */
-  double Z = 1.0;
-  i32 nkept = 1;
-  if (!greedy || lp_proc) {
+  if ((!greedy || lp_proc) && !cand) {
     const i32 E = tile_e(V);
     const i32 TILE = 32 * E;
     const i32 nt = (V + TILE - 1) / TILE;
