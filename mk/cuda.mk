@@ -21,3 +21,13 @@ cuda-compile: $(BUILD)/mysample
 # table for BENCHMARKS.md on stdout. Not part of `make test`.
 gpu-figures:
 	@bash tools/gpu_figures.sh
+
+.PHONY: exp-monotone
+# The exp's monotonicity over every negative float argument that the GPU's
+# min_p threshold search relies on (about half a minute). Not part of
+# `make test`.
+exp-monotone: $(BUILD)/tools/exp_monotone
+	$(BUILD)/tools/exp_monotone
+$(BUILD)/tools/exp_monotone: tools/checks/exp_monotone.c mysample.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c99 -Wall -Wextra -Wpedantic -Werror -o $@ tools/checks/exp_monotone.c -lm

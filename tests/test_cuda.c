@@ -791,6 +791,9 @@ static void test_gpu_splits_and_vocab_edges(void) {
     for (vi = 0; vi < 7; vi++) {
       const int V = vocabs[vi];
       ms_cuda_batch b;
+      /* emulator time: the largest vocabulary (several ids per draw tile)
+         unsplit and over 7 blocks only */
+      if (t_small() && V > 65536 && (splits[si] == 2 || splits[si] == 32)) continue;
       for (r = 0; r < R; r++) {
         float *x = logits + (size_t)r * (size_t)V;
         ps[r] = ms_params_default();

@@ -20,16 +20,14 @@
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
-#define MS__CUDA_P_MINP 0
-#define MS__CUDA_P_COUNT 1
-#define MS__CUDA_P_CAND 4
-#define MS__CUDA_P_MASS 5
-#define MS__CUDA_P_SUMS 8
+#define MS__CUDA_P_COUNT 0
+#define MS__CUDA_P_CAND 3
+#define MS__CUDA_P_MASS 4
+#define MS__CUDA_P_SUMS 7
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
 #define MS__CUDA_N_MASK 1
-#define MS__CUDA_N_MINP 2
 #define MS__CUDA_N_TOPK 4
 #define MS__CUDA_N_TOPP 8
 #define MS__CUDA_N_SUMS 16
@@ -429,7 +427,6 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *needs |= MS__CUDA_N_MASK;
     if (!(flags & MS__CUDA_F_GREEDY)) {
       *needs |= MS__CUDA_N_SUMS;
-      if (R->min_p > 0.0f) *needs |= MS__CUDA_N_MINP;
       if (R->top_k > 0) *needs |= MS__CUDA_N_TOPK;
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
     }
@@ -513,8 +510,8 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     /* split rows: the statistics, then each full-row pass some row needs,
        in the pipeline's order (A is copied at every launch) */
     if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-    for (pass = MS__CUDA_P_MINP; pass <= MS__CUDA_P_SUMS; pass++) {
-      int need = pass == MS__CUDA_P_MINP ? MS__CUDA_N_MINP : pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
+    for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
+      int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
                : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
       if (!(needs & need)) continue;
       A.pass = pass;

@@ -9,8 +9,8 @@ enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_S
 /* NVRTC options besides the target: fixed, and part of the cache key. */
 static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
 /* From NVRTC 12.4 (the option exists since 12.x): optimise and assemble
-   the kernels on all cores, which takes a cold compile from about 1.07 s
-   to 0.93 s on 2 cores and further on more. */
+   the kernels on all cores (a cold compile about 13% faster on 2 cores,
+   more on more). */
 static const char ms__cu_opt_parallel[] = "-split-compile=0";
 
 /* A compiled binary held for the life of the process. */

@@ -11,8 +11,9 @@
                                finish combines the partials into the row's
                                Sel state
      ms_k_pass   grid G x B    split rows: one launch per full-row pass of
-                               the selection (min_p, 3 radix passes of
-                               top_k, 3 of top_p, the draw's tile sums);
+                               the selection (3 radix passes of top_k or
+                               its candidates, 3 of top_p, the draw's
+                               tile sums; min_p needs no pass);
                                blocks add their chunk's histogram into the
                                row's Sel and the last block to finish
                                takes the pass's decision for the next launch
@@ -79,11 +80,10 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 
 /* Passes of ms_k_pass (Args.pass): keep in sync with MS__CUDA_P_* in
    impl_launch.c. */
-#define P_MINP  0   /* min_p threshold (an atomic min, no decision) */
-#define P_COUNT 1   /* 1, 2, 3: top_k's radix passes */
-#define P_CAND  4   /* top_k's candidates, when the first radix pass found few */
-#define P_MASS  5   /* 5, 6, 7: top_p's radix passes */
-#define P_SUMS  8   /* the draw's tile sums, the kept count, the last kept id */
+#define P_COUNT 0   /* 0, 1, 2: top_k's radix passes */
+#define P_CAND  3   /* top_k's candidates, when the first radix pass found few */
+#define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
+#define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
 
 /* The selection state of a split row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -93,7 +93,7 @@ struct Sel {
   i32 status;             /* 0, or ST_* from the statistics */
   i32 stats_arrived;      /* blocks of ms_k_stats done (the last resets it) */
   i32 arrived;            /* blocks of the current pass done (the last resets it) */
-  u32 t_minp;             /* min_p's threshold key (an atomic min over blocks) */
+  u32 t_minp;             /* min_p's threshold key (minp_key) */
   u32 lower;              /* the current radix selection: keys >= lower ... */
   u32 prefix, pm;         /* ... whose bits under pm equal prefix */
   u32 tk, tp;             /* top_k's and top_p's threshold keys */
@@ -417,6 +417,29 @@ __device__ __forceinline__ i32 part_status(const Part &p) {
    the row is split over blocks or not (split chunks are whole tiles). */
 __device__ __forceinline__ i32 tile_e(i32 V) { return max(1, (V + 32 * MS_MAXT - 1) / (32 * MS_MAXT)); }
 
+/* The float of a key (fkey's inverse; the key of 0 gives +0). */
+__device__ __forceinline__ float unkey(u32 k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+/* min_p's threshold without reading the row: drop prob < min_p * max_prob,
+   i.e. weight < min_p, and the weight of a finite logit l <= M is
+   non-decreasing in l (l - M and * S round monotonically, and ms_expf_dev
+   was checked non-increasing over every float from 0 down to -105:
+   `make exp-monotone`), so
+   the kept logits are those with a key >= the smallest key whose weight
+   is >= min_p: a binary search over keys, 32 weights at most. Returns
+   0xffffffff when not even the max qualifies (min_p > 1). */
+__device__ u32 minp_key(float M, float S, float min_p) {
+  u32 lo = MS_KEY_NEG_INF + 1u, hi = fkey(M);
+  if (!(wgt(M, M, S) >= min_p)) return 0xffffffffu;
+  while (lo < hi) {
+    const u32 mid = lo + ((hi - lo) >> 1);
+    if (wgt(unkey(mid), M, S) >= min_p) hi = mid; else lo = mid + 1u;
+  }
+  return lo;
+}
+
 /* The kept weight of tile t, summed by one warp (every lane gets the same
    value); counts the lane's kept elements and its last kept id of
    positive weight. */
@@ -536,7 +559,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_stats(Args A) {
     Q->status = part_status(t);
     Q->stats_arrived = 0;
     Q->arrived = 0;
-    Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? 0xffffffffu : MS_KEY_NEG_INF + 1u;
+    Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? minp_key(t.m, R.inv_temp, R.min_p) : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
     Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
     Q->target = 0.0;
@@ -789,8 +812,7 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
 /* ---- split passes ---------------------------------------------------------- */
 
 /* One full-row pass of the selection of split rows (Args.pass): block
-   (c, r) reads chunk c of row r. P_MINP lowers Sel.t_minp atomically.
-   P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the radix passes of
+   (c, r) reads chunk c of row r. P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the radix passes of
    select_count and select_mass: each block adds its chunk's histogram
    into Sel.hist, and the last block of the row to finish (Sel.arrived)
    finds the bin, clears the histogram and stores the decision for the
@@ -810,18 +832,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
                                        : (const float *)A.logits + (u64)r * A.stride;
   const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
-
-  if (pass == P_MINP) {
-    if (greedy || !(R.min_p > 0.0f)) return;
-    u32 mk = 0xffffffffu;
-    for (i32 i = beg + tid; i < end; i += blockDim.x) {
-      float l = src[i];
-      if (l > ms_neg_inf() && wgt(l, M, S) >= R.min_p) mk = min(mk, fkey(l));
-    }
-    mk = bmin_u(mk);
-    if (tid == 0 && mk != 0xffffffffu) atomicMin(&Q->t_minp, mk);
-    return;
-  }
 
   if (pass == P_CAND) {
     if (greedy || !Q->cand) return;
@@ -1005,16 +1015,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     } else theta = sel_theta(R, Q);
   } else if (!greedy) {
     LpVal sv; sv.p = src; sv.theta = 0u; sv.raw = 1;
-    u32 t_minp = MS_KEY_NEG_INF + 1u;
-    if (R.min_p > 0.0f) {
-      /* min_p: drop prob < min_p * max_prob, i.e. weight < min_p */
-      u32 mk = 0xffffffffu;
-      for (i32 i = tid; i < V; i += blockDim.x) {
-        float l = src[i];
-        if (l > ms_neg_inf() && wgt(l, M, S) >= R.min_p) mk = min(mk, fkey(l));
-      }
-      t_minp = bmin_u(mk);
-    }
+    const u32 t_minp = R.min_p > 0.0f ? minp_key(M, S, R.min_p) : MS_KEY_NEG_INF + 1u;
     /* vLLM: min_p -> top_k -> top_p; HF: top_k -> top_p -> min_p */
     u32 t1 = (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : t_minp;
     if (R.top_k > 0) {
