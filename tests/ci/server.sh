@@ -7,7 +7,7 @@
 #   3. HTTP robustness with tight limits (malformed HTTP, sizes, timeouts,
 #      too many connections, disconnects, slow readers, random garbage)
 #   4. the server on a generated tiny llama2.c checkpoint
-#   5. a load test: 64 concurrent streams for LOAD_SECONDS (default 30) with
+#   5. a load test: 64 concurrent streams for LOAD_SECONDS (default 20) with
 #      random disconnects: no lost/truncated/mixed streams, no leaked slots,
 #      memory flat
 #   6. --cuda on the CUDA emulator (tests/cuda_emu): the same tokens as the
@@ -17,7 +17,7 @@
 # instead of building build/examples/server.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-LOAD_SECONDS=${LOAD_SECONDS:-30}
+LOAD_SECONDS=${LOAD_SECONDS:-20}
 SERVER=${SERVER_BIN:-build/examples/server}
 tmp=$(mktemp -d)
 pids=()
