@@ -735,6 +735,19 @@ __device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k
   return max(lower, (u32)b << 21);
 }
 
+/* Appends the ids in [beg, end) whose key is >= edge to ck / cid (the
+   block's threads; *n counts them, in shared or global memory; at most
+   MS_CAND are stored, which the caller's count of them guarantees). */
+__device__ void gather_cands(const float *src, i32 beg, i32 end, u32 edge, u32 *n, u32 *ck, i32 *cid) {
+  for (i32 i = beg + (i32)threadIdx.x; i < end; i += (i32)blockDim.x) {
+    u32 key = fkey(src[i]);
+    if (key >= edge) {
+      u32 pos = atomicAdd(n, 1u);
+      if (pos < MS_CAND) { ck[pos] = key; cid[pos] = i; }
+    }
+  }
+}
+
 /* Finishes the selection of a top_k row on its candidates: the n <=
    MS_CAND keys >= lower that hold the k largest (all of them when n <= k)
    in ck / cid, in any order (shared arrays; cw: shared scratch; every
@@ -835,14 +848,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
 
   if (pass == P_CAND) {
     if (greedy || !Q->cand) return;
-    const u32 edge = Q->cedge;
-    for (i32 i = beg + tid; i < end; i += blockDim.x) {
-      u32 key = fkey(src[i]);
-      if (key >= edge) {
-        u32 pos = atomicAdd(&Q->ncand, 1u);
-        if (pos < MS_CAND) { Q->ck[pos] = key; Q->cid[pos] = i; }
-      }
-    }
+    gather_cands(src, beg, end, Q->cedge, &Q->ncand, Q->ck, Q->cid);
     return;
   }
 
@@ -999,19 +1005,19 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   i32 token = sP.am;
 
   /* top_k rows whose k largest lie among few keys finish on those
-     candidates (cand): the kept set, Z, the count and the token at once */
+     candidates (cand, in s_buf.c; c_lower: top_k's lower bound): the
+     kept set, Z, the count and the token at once */
   int cand = 0;
+  u32 c_lower = 0u, c_minp = 0u;
   double Z = 1.0;
   i32 nkept = 1;
   if (!greedy && split) {
     /* ms_k_pass selected, or gathered the candidates */
     if (Q->cand) {
-      const i32 n = (i32)min(Q->ncand, (u32)MS_CAND);
-      for (i32 j = tid; j < n; j += blockDim.x) { s_buf.c.key[j] = Q->ck[j]; s_buf.c.id[j] = Q->cid[j]; }
-      __syncthreads();
-      theta = resolve_cands(src, n, s_buf.c.key, s_buf.c.id, s_buf.c.w, R, sel_lower(R, Q), Q->t_minp, M, S,
-                            ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
-      cand = 1;
+      const u32 n = min(Q->ncand, (u32)MS_CAND);
+      for (u32 j = tid; j < n; j += blockDim.x) { s_buf.c.key[j] = Q->ck[j]; s_buf.c.id[j] = Q->cid[j]; }
+      if (tid == 0) s_ncand = n;
+      cand = 1; c_lower = sel_lower(R, Q); c_minp = Q->t_minp;
     } else theta = sel_theta(R, Q);
   } else if (!greedy) {
     LpVal sv; sv.p = src; sv.theta = 0u; sv.raw = 1;
@@ -1024,18 +1030,10 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
       if (n_at <= MS_CAND) {
         if (tid == 0) s_ncand = 0u;
         __syncthreads();
-        for (i32 i = tid; i < V; i += blockDim.x) {
-          u32 key = fkey(src[i]);
-          if (key >= edge) {
-            u32 pos = atomicAdd(&s_ncand, 1u);
-            if (pos < MS_CAND) { s_buf.c.key[pos] = key; s_buf.c.id[pos] = i; }
-          }
-        }
-        __syncthreads();
-        theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, t1, t_minp,
-                              M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
-        cand = 1;
+        gather_cands(src, 0, V, edge, &s_ncand, s_buf.c.key, s_buf.c.id);
+        cand = 1; c_lower = t1; c_minp = t_minp;
       } else {
+        /* (its first pass repeats count_edge's: rare, k > 1024 or ties) */
         u32 na, ne;
         u32 tk = select_count(sv, V, t1, (u32)R.top_k, &na, &ne);
         t1 = max(t1, tk);
@@ -1050,6 +1048,8 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   }
   if (cand) {
     __syncthreads();
+    theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, c_lower, c_minp,
+                          M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
     Z = s_start; nkept = s_ncand_i;
     if (!A.probs) token = s_token;
   }
