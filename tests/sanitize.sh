@@ -14,11 +14,14 @@ for t in tests/test_*.c; do
   if ! $cc $flags -I. -Itests -o "$out/$name" "$t" -lm -lpthread -ldl 2> "$out/$name.build.log"; then
     echo "FAIL asan build $name"; head -20 "$out/$name.build.log"; fail=1; continue
   fi
-  if "$out/$name" > "$out/$name.log" 2>&1; then
-    sed 's/^PASS /PASS asan /; s/^FAIL /FAIL asan /; s/^SKIP /SKIP asan /' "$out/$name.log" | grep -E '^(PASS|FAIL|SKIP) '
-  else
-    sed 's/^PASS /PASS asan /; s/^FAIL /FAIL asan /; s/^SKIP /SKIP asan /' "$out/$name.log" | grep -E '^(PASS|FAIL|SKIP) '
-    grep -E "ERROR: (Address|Leak)Sanitizer|runtime error" "$out/$name.log" | head -5
+  "$out/$name" > "$out/$name.log" 2>&1; rc=$?
+  sed 's/^PASS /PASS asan /; s/^FAIL /FAIL asan /; s/^SKIP /SKIP asan /' "$out/$name.log" | grep -E '^(PASS|FAIL|SKIP) '
+  if [ $rc -ne 0 ]; then
+    # Whatever ended it (a sanitizer report, a CHECK failure, a signal, a
+    # failed test): the status and the log's other lines say which.
+    why="exit status $rc"; [ $rc -gt 128 ] && why="$why (signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128))))"
+    echo "  $name: $why; the log's last lines other than PASS/SKIP:"
+    grep -vE '^(PASS|SKIP) ' "$out/$name.log" | tail -25 | sed 's/^/  | /'
     echo "FAIL asan $name exited non-zero"; fail=1
   fi
 done

@@ -8,10 +8,9 @@ enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_S
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */
 static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
-/* From NVRTC 12.4 (the option exists since 12.x): optimise and assemble
-   the kernels on all cores (a cold compile about 13% faster on 2 cores,
-   more on more). */
-static const char ms__cu_opt_parallel[] = "-split-compile=0";
+/* No -split-compile: it saved ~13% of a cold compile on 2 cores, but with
+   it (NVRTC's worker threads) the ASan test binary began exiting non-zero
+   on CI with no report; one thread per compile is the safe default. */
 
 /* A compiled binary held for the life of the process. */
 typedef struct ms__cu_bin {
@@ -208,7 +207,6 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   snprintf(archopt, sizeof archopt, "-arch=%s", target);
   opts[n_opts++] = archopt;
   for (i = 0; ms__cu_opts[i]; i++) opts[n_opts++] = ms__cu_opts[i];
-  if (g->rtc_major * 100 + g->rtc_minor >= 1204) opts[n_opts++] = ms__cu_opt_parallel;
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
   snprintf(key, sizeof key, "v%s-nvrtc%d.%d-%s-src%016llx-opt%016llx", MYSAMPLE_VERSION_STRING,
            g->rtc_major, g->rtc_minor, target, ms__cu_source_hash, opt_hash);
