@@ -1,7 +1,7 @@
 # Core fuzz targets (libFuzzer + ASan + UBSan): the sampler on any input,
 # the example server's request JSON parser, the llama2.c file loaders.
 #   make fuzz-core          build them
-#   make fuzz-core-run      run each for FUZZ_CORE_SECONDS (default 30)
+#   make fuzz-core-run      run them all at once for FUZZ_CORE_SECONDS (default 30)
 FUZZ_CORE_SECONDS ?= 30
 CORE_FUZZ := $(BUILD)/fuzz/fuzz_sampler $(BUILD)/fuzz/fuzz_request_json $(BUILD)/fuzz/fuzz_llama2
 
@@ -22,9 +22,11 @@ $(BUILD)/fuzz/fuzz_llama2: tests/fuzz/fuzz_llama2.c examples/llama2.h
 
 fuzz-core-run: $(CORE_FUZZ)
 	@for f in $(CORE_FUZZ); do \
-	  mkdir -p $(BUILD)/fuzz/corpus-$$(basename $$f); \
+	  n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
 	  echo "== $$f for $(FUZZ_CORE_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_CORE_SECONDS) -timeout=20 -max_len=8192 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$(basename $$f) > $(BUILD)/fuzz/$$(basename $$f).log 2>&1; rc=$$?; \
-	  grep -vE '^#[0-9]+' $(BUILD)/fuzz/$$(basename $$f).log | tail -40; \
-	  [ $$rc -eq 0 ] || exit 1; \
-	done
+	  ( $$f -max_total_time=$(FUZZ_CORE_SECONDS) -timeout=20 -max_len=8192 -artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n > $(BUILD)/fuzz/$$n.log 2>&1; echo $$? > $(BUILD)/fuzz/$$n.rc ) & \
+	done; wait; \
+	rc=0; for f in $(CORE_FUZZ); do \
+	  n=$$(basename $$f); grep -vE '^#[0-9]+' $(BUILD)/fuzz/$$n.log | tail -40; \
+	  [ "$$(cat $(BUILD)/fuzz/$$n.rc)" = 0 ] || { echo "FAIL fuzz $$n (see $(BUILD)/fuzz/$$n.log)"; rc=1; }; \
+	done; exit $$rc

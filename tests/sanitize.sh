@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
 # Builds every C test with AddressSanitizer + UndefinedBehaviorSanitizer
 # and runs it; any sanitizer report fails the run. Prints PASS/FAIL lines
-# like the suite (one per test binary and test).
+# like the suite (one per test binary and test). Two tests at a time
+# (SAN_JOBS), their lines printed in order.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=build/asan; mkdir -p $out
+out=build/asan; mkdir -p $out; rm -f $out/*.result
 cc=${CC_SAN:-clang}; command -v $cc >/dev/null || cc=gcc
 flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=c99 -Wall -Wextra -Wpedantic -Werror -DMYSAMPLE_THREADS"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+
+# one test: build, run, its report in $out/NAME.result, exit status 1 on FAIL
+one() {
+  local t=$1 name rc why
+  name=$(basename "$t" .c)
+  {
+    if ! $cc $flags -I. -Itests -o "$out/$name" "$t" -lm -lpthread -ldl 2> "$out/$name.build.log"; then
+      echo "FAIL asan build $name"; head -20 "$out/$name.build.log"; exit 1
+    fi
+    "$out/$name" > "$out/$name.log" 2>&1; rc=$?
+    sed 's/^PASS /PASS asan /; s/^FAIL /FAIL asan /; s/^SKIP /SKIP asan /' "$out/$name.log" | grep -E '^(PASS|FAIL|SKIP) '
+    if [ $rc -ne 0 ]; then
+      # whatever ended it (a sanitizer report, a CHECK failure, a signal, a
+      # failed test): the status and the log's other lines say which
+      why="exit status $rc"; [ $rc -gt 128 ] && why="$why (signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128))))"
+      echo "  $name: $why; the log's last lines other than PASS/SKIP:"
+      grep -vE '^(PASS|SKIP) ' "$out/$name.log" | tail -25 | sed 's/^/  | /'
+      echo "FAIL asan $name exited non-zero"; exit 1
+    fi
+  } > "$out/$name.result" 2>&1
+}
+export -f one; export out cc flags
+ls tests/test_*.c | xargs -P "${SAN_JOBS:-2}" -I{} bash -c 'one {}'
 fail=0
 for t in tests/test_*.c; do
   name=$(basename "$t" .c)
-  if ! $cc $flags -I. -Itests -o "$out/$name" "$t" -lm -lpthread -ldl 2> "$out/$name.build.log"; then
-    echo "FAIL asan build $name"; head -20 "$out/$name.build.log"; fail=1; continue
-  fi
-  "$out/$name" > "$out/$name.log" 2>&1; rc=$?
-  sed 's/^PASS /PASS asan /; s/^FAIL /FAIL asan /; s/^SKIP /SKIP asan /' "$out/$name.log" | grep -E '^(PASS|FAIL|SKIP) '
-  if [ $rc -ne 0 ]; then
-    # Whatever ended it (a sanitizer report, a CHECK failure, a signal, a
-    # failed test): the status and the log's other lines say which.
-    why="exit status $rc"; [ $rc -gt 128 ] && why="$why (signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128))))"
-    echo "  $name: $why; the log's last lines other than PASS/SKIP:"
-    grep -vE '^(PASS|SKIP) ' "$out/$name.log" | tail -25 | sed 's/^/  | /'
-    echo "FAIL asan $name exited non-zero"; fail=1
-  fi
+  if [ -f "$out/$name.result" ]; then cat "$out/$name.result"; else echo "FAIL asan $name: no result"; fail=1; fi
+  grep -q '^FAIL ' "$out/$name.result" 2>/dev/null && fail=1
 done
 exit $fail

@@ -33,15 +33,27 @@ run() { # tag, command...
   grep -E "ERROR: (Address|Leak)Sanitizer|runtime error|illegal address|^\[cuda-emu\] primary context" "$log" | head -5
   if [ $rc != 0 ]; then echo "FAIL $tag: exited non-zero (see $log)"; fail=1; fi
 }
+# run in the background (the two cores): its lines come out at finish_bg
+bg_pids=(); bg_outs=()
+start_bg() { # tag, command...
+  n_run=$((n_run + 1)); local id=$n_run
+  ( n_run=$((id * 100)); fail=0; run "$@"; exit $fail ) > $dir/ci-bg-$id.out 2>&1 &
+  bg_pids+=($!); bg_outs+=($dir/ci-bg-$id.out)
+}
+finish_bg() {
+  local i
+  for i in "${!bg_pids[@]}"; do wait "${bg_pids[$i]}" || fail=1; cat "${bg_outs[$i]}"; done
+  bg_pids=(); bg_outs=()
+}
 
 # ASan + UBSan: the test program and the emulator from the same compiler
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 if gcc $san -std=c99 -Wall -Wextra -Wpedantic -Werror -DMYSAMPLE_THREADS -I. -Itests -o $dir/test_cuda_asan tests/test_cuda.c -lm -lpthread -ldl 2> $dir/ci-asan-build.log &&
    gcc $san -std=c99 -Wall -Wextra -Wpedantic -Werror -Itests -o $dir/test_emu_asan tests/cuda_emu/test_emu.c -ldl -lm -lpthread 2>> $dir/ci-asan-build.log; then
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-  run asan $dir/test_emu_asan $dir/libcuda_emu_asan.so
-  run asan env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_asan.so $dir/test_cuda_asan --emu
-  unset ASAN_OPTIONS UBSAN_OPTIONS
+  asan_env="ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1"
+  run asan env $asan_env $dir/test_emu_asan $dir/libcuda_emu_asan.so
+  # the longest run: beside the next ones
+  start_bg asan env $asan_env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_asan.so $dir/test_cuda_asan --emu
 else
   head -20 $dir/ci-asan-build.log; echo "FAIL asan cuda-emu: build"; fail=1
 fi
@@ -60,6 +72,8 @@ elif make -s $dir/libcuda_emu_fma.so >> $dir/ci-build.log 2>&1; then
 else
   echo "FAIL fma cuda-emu: build"; fail=1
 fi
+
+finish_bg
 
 # ucontext fibers
 run ucontext env MYSAMPLE_CUDA_EMU_FIBERS=ucontext $dir/test_emu $dir/libcuda_emu.so
