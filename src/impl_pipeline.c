@@ -1130,6 +1130,11 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
         nm = ms__topk_finish(&tm, w->tv, w->ti, w->ka, w->kb, w->ki);
         v_mtk = nm >= mtk ? w->tv[mtk - 1] : (nm > 0 ? w->tv[nm - 1] : 1.0f);
         if (t > v_mtk) { t = v_mtk; kept_known = 0; }
+      } else if (typical) {
+        /* one token stays, the likeliest left: typical may have dropped
+           the top weight (1) with what lies above its band (zeroed; what
+           lies below the band is lighter than all it kept) */
+        v_mtk = R->K->floor_max(w->e, V);
       }
       for (f = 0; f < MS__F_COUNT_; f++) {
         int kind = R->r->filters[f];
@@ -1154,8 +1159,10 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     }
     k->list = 0;
     k->t = t;
-    k->mass = kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
-    k->blocks_ready = 0;
+    /* the draw walks block sums: when the kept weight is summed here,
+       those sums come with it; else the draw sums blocks as it walks */
+    if (kept_known) { k->mass = kept; k->blocks_ready = 0; }
+    else { k->mass = R->K->block_sums_ge(w->e, V, t, w->blocks); k->blocks_ready = 1; }
   }
   return MS_OK;
 }

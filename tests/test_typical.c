@@ -232,9 +232,120 @@ TEST(test_typical_whole_rows_chi2) {
   free(x);
 }
 
+/* Seeded draws on the full-row paths follow the final distribution: the
+   draw walks the kept weights in id order (block sums first: summed as it
+   walks, or by the pass that summed the kept weight after a cut), so each
+   token must be the inverse CDF of ms_probs at the draw's uniform, up to
+   float rounding at a boundary. A block sum that misses or double counts
+   a token moves every later boundary and fails here. */
+TEST(test_typical_draws_follow_probs) {
+  static const int vocabs[] = {32000, 128256};
+  int vi, sg, cfg, i, n_draws = rows_cap(400), far = 0, near = 0, total = 0;
+  ms_sampler *sm;
+  ms_sampler_desc d;
+  ms_seq *seq;
+  float *x = (float *)malloc(sizeof(float) * 128256), *probs = (float *)malloc(sizeof(float) * 128256);
+  double *cdf = (double *)malloc(sizeof(double) * 128256);
+  memset(&d, 0, sizeof d);
+  d.max_vocab = 128256;
+  CHECK(ms_sampler_create(&sm, &d) == MS_OK);
+  CHECK(ms_seq_create(&seq, 64) == MS_OK);
+  if (n_draws < 60) n_draws = 60;
+  for (vi = 0; vi < 2; vi++)
+    for (sg = 0; sg < 2; sg++) {
+      int V = vocabs[vi];
+      for (i = 0; i < V; i++) x[i] = t_normal(sg ? 3.0 : 1.0);
+      for (cfg = 0; cfg < 4; cfg++) {
+        ms_params p = ms_params_profile_default(MS_PROFILE_HF);
+        ms_output out;
+        double sum = 0.0;
+        int pos;
+        p.top_k = 0; p.has_seed = 1; p.seed = 1000 + (uint64_t)cfg;
+        if (cfg == 0) p.typical_p = 0.9f;                               /* typical's zone-pass block sums */
+        if (cfg == 1) { p.typical_p = 0.5f; p.temperature = 0.7f; }
+        if (cfg == 2) { p.typical_p = 0.9f; p.epsilon_cutoff = 3e-4f; } /* a later cut: blocks summed again */
+        if (cfg == 3) p.eta_cutoff = 3e-4f;                              /* no typical */
+        {
+          ms_result rc = ms_probs(sm, x, V, &p, seq, probs);
+          CHECK_MSG(rc == MS_OK, "V %d sigma %d config %d: ms_probs: %s", V, sg ? 3 : 1, cfg, ms_result_str(rc));
+          if (rc != MS_OK) continue;
+        }
+        for (i = 0; i < V; i++) { sum += probs[i]; cdf[i] = sum; } /* cdf[i]: mass of ids <= i */
+        for (pos = 0; pos < n_draws; pos++) {
+          double target;
+          int ref, tok, lo = 0, hi = V - 1;
+          ms_result rc;
+          memset(&out, 0, sizeof out);
+          ms_seq_set_position(seq, (uint64_t)pos);
+          rc = ms_sample(sm, x, V, &p, seq, &out);
+          CHECK_MSG(rc == MS_OK, "config %d: ms_sample: %s", cfg, ms_result_str(rc));
+          if (rc != MS_OK) break;
+          tok = out.token;
+          target = ms_uniform(out.seed, out.position, MS_PURPOSE_DRAW) * sum;
+          while (lo < hi) { int mid = (lo + hi) / 2; if (cdf[mid] > target) hi = mid; else lo = mid + 1; }
+          ref = lo; /* the first id whose cumulative mass exceeds the target (it has p > 0) */
+          total++;
+          if (tok == ref) continue;
+          /* a neighbour across a boundary within rounding of the target */
+          if (tok >= 0 && tok < V && probs[tok] > 0.0f && target > cdf[tok] - probs[tok] - 1e-5 && target < cdf[tok] + 1e-5) near++;
+          else if (far++ < 3)
+            CHECK_MSG(0, "V %d sigma %d config %d position %d: drew %d, the inverse CDF gives %d", V, sg ? 3 : 1, cfg, pos, tok, ref);
+        }
+      }
+    }
+  printf("  %d draws: %d at the inverse CDF, %d across a boundary within rounding, %d off\n", total, total - near - far, near, far);
+  CHECK(far == 0);
+  CHECK(near * 100 <= total);
+  ms_seq_destroy(seq);
+  ms_sampler_destroy(sm);
+  free(x); free(probs); free(cdf);
+}
+
+/* HF's epsilon and eta after typical keep at least min_tokens_to_keep (1)
+   tokens: the likeliest that typical left, which need not be the row's
+   maximum (typical drops what lies above its band). An epsilon above every
+   renormalised band probability leaves that one token alone. */
+TEST(test_typical_then_epsilon_keeps_one) {
+  static const int vocabs[] = {1000, 32000, 128256};
+  int vi, i;
+  ms_sampler *sm;
+  ms_sampler_desc d;
+  float *x = (float *)malloc(sizeof(float) * 128256), *probs = (float *)malloc(sizeof(float) * 128256);
+  double *w = (double *)malloc(sizeof(double) * 128256);
+  unsigned char *keep = (unsigned char *)malloc(128256);
+  memset(&d, 0, sizeof d);
+  d.max_vocab = 128256;
+  CHECK(ms_sampler_create(&sm, &d) == MS_OK);
+  for (vi = 0; vi < 3; vi++) {
+    int V = vocabs[vi], near = 0, want = -1, n_kept = 0;
+    ms_params p = ms_params_profile_default(MS_PROFILE_HF);
+    ms_result rc;
+    for (i = 0; i < V; i++) x[i] = t_normal(1.0);
+    p.top_k = 0; p.typical_p = 0.9f; p.epsilon_cutoff = 0.2f;
+    ref_typical(x, V, 1.0f, 0.9f, 1, keep, w, &near);
+    for (i = 0; i < V; i++) if (keep[i] && (want < 0 || x[i] > x[want])) want = i;
+    CHECK(!keep[0] || want >= 0);
+    for (i = 0; i < V; i++) if (x[i] > x[want]) break;
+    CHECK_MSG(i < V, "V %d: typical kept the maximum; the case tests nothing", V);
+    rc = ms_probs(sm, x, V, &p, NULL, probs);
+    CHECK_MSG(rc == MS_OK, "V %d: ms_probs: %s", V, ms_result_str(rc));
+    if (rc != MS_OK) continue;
+    for (i = 0; i < V; i++) n_kept += probs[i] > 0.0f;
+    CHECK_MSG(n_kept == 1 && probs[want] == 1.0f, "V %d: %d tokens kept, p[%d] = %g (want 1)", V, n_kept, want, (double)probs[want]);
+    p.epsilon_cutoff = 0.0f; p.eta_cutoff = 0.3f; /* eta caps its cut the same way */
+    rc = ms_probs(sm, x, V, &p, NULL, probs);
+    CHECK_MSG(rc == MS_OK && probs[want] > 0.0f, "V %d: eta after typical: %s, p[%d] = %g", V, ms_result_str(rc), want,
+              (double)probs[want]);
+  }
+  ms_sampler_destroy(sm);
+  free(x); free(probs); free(w); free(keep);
+}
+
 int main(void) {
   RUN(test_typical_whole_rows);
   RUN(test_typical_whole_rows_missed_bracket);
   RUN(test_typical_whole_rows_chi2);
+  RUN(test_typical_draws_follow_probs);
+  RUN(test_typical_then_epsilon_keeps_one);
   return t_done();
 }
