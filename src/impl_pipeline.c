@@ -502,7 +502,7 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
   for (i = 0; i < nh; i++) {
     heavy += (double)wt[i];
-    key[i] = (ms__eff(R, w->ci[i]) - m) * s;
+    key[i] = ((plain ? R->x[w->ci[i]] : ms__eff(R, w->ci[i])) - m) * s;
   }
   n = nh;
   for (i = 0; i < S; i++) {
@@ -541,13 +541,16 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   *r_lo = 0.0; *r_hi = INFINITY;
   cum = 0.0;
   for (b = 0; b < MS__TYP_BINS; b++) {
-    /* bin b holds radii [b, b + 1) * width */
-    double f, se;
+    /* bin b holds radii [b, b + 1) * width. With se = 2 sqrt(q) + 2 hcut,
+       cum + se < target and cum - se >= target compare squares: no sqrt
+       per bin */
+    double f, q, gap;
     cum += hist[b]; in2 += hist2[b];
     f = cum / z;
-    se = 2.0 * sqrt((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2)) + 2.0 * (double)hcut;
-    if (cum + se < target) *r_lo = (b + 1) / inv_width;
-    if (cum - se >= target) { *r_hi = (b + 1) / inv_width; break; }
+    q = 4.0 * ((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2));
+    gap = fabs(target - cum) - 2.0 * (double)hcut; /* se must stay below this */
+    if (cum < target) { if (gap > 0.0 && q < gap * gap) *r_lo = (b + 1) / inv_width; }
+    else if (gap >= 0.0 && q <= gap * gap) { *r_hi = (b + 1) / inv_width; break; }
   }
   *r_lo *= 0.999;
   if (*r_hi != INFINITY) *r_hi = *r_hi * 1.001 + 1e-6;
