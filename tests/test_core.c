@@ -84,13 +84,28 @@ static void make_case(tcase *c, int V, int profile, int kind) {
   c->p.temperature = (float[]){0.0f, 0.005f, 0.5f, 0.7f, 1.0f, 1.5f}[rnd() % 6];
   if (profile == MS_PROFILE_SGLANG && c->p.temperature == 0.005f) c->p.temperature = 1e-7f;
   if (profile == MS_PROFILE_HF && c->p.temperature == 0.005f) c->p.temperature = 0.05f;
-  switch (kind % 6) {
+  switch (kind) {
     case 0: break;                                         /* temperature only */
     case 1: c->p.top_k = (int32_t[]){1, 5, 40, 50, 2000}[rnd() % 5]; break;
     case 2: c->p.top_p = (float[]){0.1f, 0.5f, 0.9f, 0.95f}[rnd() % 4]; break;
     case 3: c->p.min_p = (float[]){0.05f, 0.3f}[rnd() % 2]; break;
     case 4: c->p.top_k = 50; c->p.top_p = 0.95f; c->p.min_p = 0.05f; break;
     case 5: c->p.top_p = 0.9f; c->p.min_p = 0.02f; c->p.top_k = (rnd() % 2) ? 3000 : 0; break;
+    /* HF's catalogue (kinds 6..8, every other HF case): typical, epsilon
+       and eta, alone, together and after top-k / top-p, on whole rows */
+    case 6: c->p.typical_p = (float[]){0.2f, 0.5f, 0.9f, 0.95f}[rnd() % 4]; c->p.top_k = 0; break;
+    case 7:
+      if (rnd() % 2) c->p.epsilon_cutoff = (float[]){3e-4f, 1e-3f, 0.05f, 0.3f}[rnd() % 4];
+      else c->p.eta_cutoff = (float[]){3e-4f, 2e-3f, 0.05f}[rnd() % 3];
+      c->p.top_k = 0;
+      break;
+    case 8:
+      c->p.typical_p = (float[]){0.5f, 0.9f}[rnd() % 2];
+      c->p.epsilon_cutoff = (float[]){0.0f, 3e-4f, 0.3f}[rnd() % 3];
+      c->p.eta_cutoff = (float[]){0.0f, 2e-3f}[rnd() % 2];
+      c->p.top_k = (int32_t[]){0, 0, 50, 3000}[rnd() % 4];
+      c->p.top_p = (float[]){1.0f, 0.95f}[rnd() % 2];
+      break;
   }
   c->n_prompt = 0; c->n_output = 0;
   if (rnd() % 2) {
@@ -163,6 +178,9 @@ static int borderline(tcase *c, const float *want) {
   for (d = -1; d <= 1; d += 2) {
     c->p.top_p = save.top_p < 1.0f ? save.top_p * (1.0f + d * 2e-5f) : save.top_p;
     c->p.min_p = save.min_p * (1.0f + d * 2e-5f);
+    c->p.typical_p = save.typical_p < 1.0f ? save.typical_p * (1.0f + d * 2e-5f) : save.typical_p;
+    c->p.epsilon_cutoff = save.epsilon_cutoff * (1.0f + d * 2e-5f);
+    c->p.eta_cutoff = save.eta_cutoff * (1.0f + d * 2e-5f);
     if (c->p.top_p > 1.0f) c->p.top_p = 1.0f;
     naive_probs(c->x, c->V, &c->p, c->prompt, c->n_prompt, c->output, c->n_output, alt);
     if (compare_probs(alt, want, c->V, 1.0, 0)) flip = 1;
@@ -191,7 +209,7 @@ static void run_against_naive(int profile) {
       ms_seq *q;
       int rc_ref;
       ms_result rc;
-      make_case(&c, V, profile, (int)(rnd() % 6));
+      make_case(&c, V, profile, profile == MS_PROFILE_HF && iter % 2 ? 6 + (int)(rnd() % 3) : (int)(rnd() % 6));
       q = case_seq(&c);
       rc_ref = naive_probs(c.x, V, &c.p, c.prompt, c.n_prompt, c.output, c.n_output, want);
       rc = ms_probs(s, c.x, V, &c.p, q, got);
@@ -200,8 +218,9 @@ static void run_against_naive(int profile) {
       n++;
       CHECK_MSG(rc == MS_OK, "rc %d (%s)", (int)rc, ms_result_str(rc));
       if (rc == MS_OK && compare_probs(got, want, V, 1e-5, fails < 3)) {
-        if (fails < 3) printf("    case %d: %s V=%d T=%g k=%d p=%g minp=%g rep=%g freq=%g pres=%g bias=%d allowed=%d banned=%d mask=%d mintok=%d\n",
+        if (fails < 3) printf("    case %d: %s V=%d T=%g k=%d p=%g minp=%g typ=%g eps=%g eta=%g rep=%g freq=%g pres=%g bias=%d allowed=%d banned=%d mask=%d mintok=%d\n",
                               iter, simd_paths[path], V, (double)c.p.temperature, c.p.top_k, (double)c.p.top_p, (double)c.p.min_p,
+                              (double)c.p.typical_p, (double)c.p.epsilon_cutoff, (double)c.p.eta_cutoff,
                               (double)c.p.repetition_penalty, (double)c.p.frequency_penalty, (double)c.p.presence_penalty,
                               c.p.n_logit_bias, c.p.n_allowed_ids, c.p.n_banned_ids, c.p.token_bitmask != NULL, c.p.min_tokens);
         fails++;
@@ -214,6 +233,7 @@ static void run_against_naive(int profile) {
       }
       ms_seq_destroy(q);
     }
+    printf("    %d cases compared, %d borderline skipped\n", n, skipped);
     CHECK_MSG(fails == 0, "%s: %d of %d cases differ (%d borderline skipped)", simd_paths[path], fails, n, skipped);
     ms_sampler_destroy(s);
   }

@@ -26,6 +26,55 @@ static void naive_softmax(const double *l, int V, double *p) {
   for (i = 0; i < V; i++) p[i] /= z;
 }
 
+/* Entropy of the softmax q of l (nats), over the tokens with q > 0. */
+static double naive_entropy(const double *q, int V) {
+  double h = 0.0;
+  int i;
+  for (i = 0; i < V; i++) if (q[i] > 0.0) h -= q[i] * log(q[i]);
+  return h;
+}
+
+static int naive_cmp_asc(const void *a, const void *b) {
+  const naive_pair *x = (const naive_pair *)a, *y = (const naive_pair *)b;
+  if (x->v < y->v) return -1;
+  if (x->v > y->v) return 1;
+  return x->id - y->id;
+}
+
+/* HF's warpers after min-p, in generate()'s order, with
+   min_tokens_to_keep 1 (what the tests draw): typical (scores
+   |-log p - H| ascending; the cut is the first position whose running
+   mass reaches typical_p, every score <= the cut's stays), epsilon
+   (drop p < epsilon) and eta (drop p < min(eta, sqrt(eta) e^-H)), each on
+   the distribution the previous left; epsilon and eta keep the largest
+   logit(s). q and s are scratch (V each). */
+static void naive_hf_catalogue(double *l, int V, const ms_params *p, double *q, naive_pair *s) {
+  int i;
+  if (p->typical_p < 1.0f) {
+    double h, cum = 0.0, cut;
+    int n = 0, last = 0;
+    naive_softmax(l, V, q);
+    h = naive_entropy(q, V);
+    for (i = 0; i < V; i++) { s[i].v = q[i] > 0.0 ? fabs(-log(q[i]) - h) : INFINITY; s[i].id = i; }
+    qsort(s, (size_t)V, sizeof *s, naive_cmp_asc);
+    for (i = 0; i < V; i++) { cum += q[s[i].id]; if (cum < p->typical_p) n++; }
+    last = n < V - 1 ? n : V - 1;
+    cut = s[last].v;
+    for (i = 1; i < V; i++) if (s[i].v > cut) l[s[i].id] = -INFINITY; /* the first position always stays */
+  }
+  for (i = 0; i < 2; i++) {
+    float c = i == 0 ? p->epsilon_cutoff : p->eta_cutoff;
+    double thr, mx = -INFINITY;
+    int j;
+    if (!(c > 0.0f)) continue;
+    naive_softmax(l, V, q);
+    thr = c;
+    if (i == 1) { double e2 = sqrt((double)c) * exp(-naive_entropy(q, V)); if (e2 < thr) thr = e2; }
+    for (j = 0; j < V; j++) if (l[j] > mx) mx = l[j];
+    for (j = 0; j < V; j++) if (q[j] < thr && l[j] < mx) l[j] = -INFINITY;
+  }
+}
+
 /* Final distribution of one row. prompt/output are the sequence so far.
    Returns 0, or -1 when every token is masked. probs gets V floats. */
 static int naive_probs(const float *x, int V, const ms_params *p, const int *prompt, int n_prompt,
@@ -134,6 +183,7 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
       }
     }
   }
+  if (hf) naive_hf_catalogue(l, V, p, q, s);
   naive_softmax(l, V, q);
   for (i = 0; i < V; i++) probs[i] = (float)q[i];
 out:
