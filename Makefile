@@ -29,7 +29,7 @@ $(BUILD)/examples/%: examples/%.c mysample.h
 	@mkdir -p $(BUILD)/examples
 	$(CC) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c mysample.h tests/testlib.h tests/chi2.h
+$(BUILD)/tests/%: tests/%.c mysample.h tests/testlib.h tests/chi2.h tools/naive.h tools/naive_llamacpp.h
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(WARN) -DMYSAMPLE_THREADS -I. -Itests -o $@ $< $(LDLIBS)
 

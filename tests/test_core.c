@@ -107,6 +107,8 @@ static void make_case(tcase *c, int V, int profile, int kind) {
       c->p.top_p = (float[]){1.0f, 0.95f}[rnd() % 2];
       break;
   }
+  /* HF: min_tokens_to_keep on a third of its cases (every warper keeps that many) */
+  if (profile == MS_PROFILE_HF && rnd() % 3 == 0) c->p.min_tokens_to_keep = (int32_t[]){2, 5, 50}[rnd() % 3];
   c->n_prompt = 0; c->n_output = 0;
   if (rnd() % 2) {
     c->n_prompt = (int)(rnd() % 20); c->n_output = (int)(rnd() % 40);
@@ -218,9 +220,9 @@ static void run_against_naive(int profile) {
       n++;
       CHECK_MSG(rc == MS_OK, "rc %d (%s)", (int)rc, ms_result_str(rc));
       if (rc == MS_OK && compare_probs(got, want, V, 1e-5, fails < 3)) {
-        if (fails < 3) printf("    case %d: %s V=%d T=%g k=%d p=%g minp=%g typ=%g eps=%g eta=%g rep=%g freq=%g pres=%g bias=%d allowed=%d banned=%d mask=%d mintok=%d\n",
+        if (fails < 3) printf("    case %d: %s V=%d T=%g k=%d p=%g minp=%g typ=%g eps=%g eta=%g mtk=%d rep=%g freq=%g pres=%g bias=%d allowed=%d banned=%d mask=%d mintok=%d\n",
                               iter, simd_paths[path], V, (double)c.p.temperature, c.p.top_k, (double)c.p.top_p, (double)c.p.min_p,
-                              (double)c.p.typical_p, (double)c.p.epsilon_cutoff, (double)c.p.eta_cutoff,
+                              (double)c.p.typical_p, (double)c.p.epsilon_cutoff, (double)c.p.eta_cutoff, c.p.min_tokens_to_keep,
                               (double)c.p.repetition_penalty, (double)c.p.frequency_penalty, (double)c.p.presence_penalty,
                               c.p.n_logit_bias, c.p.n_allowed_ids, c.p.n_banned_ids, c.p.token_bitmask != NULL, c.p.min_tokens);
         fails++;

@@ -41,14 +41,14 @@ static int naive_cmp_asc(const void *a, const void *b) {
   return x->id - y->id;
 }
 
-/* HF's warpers after min-p, in generate()'s order, with
-   min_tokens_to_keep 1 (what the tests draw): typical (scores
+/* HF's warpers after min-p, in generate()'s order: typical (scores
    |-log p - H| ascending; the cut is the first position whose running
-   mass reaches typical_p, every score <= the cut's stays), epsilon
-   (drop p < epsilon) and eta (drop p < min(eta, sqrt(eta) e^-H)), each on
-   the distribution the previous left; epsilon and eta keep the largest
-   logit(s). q and s are scratch (V each). */
-static void naive_hf_catalogue(double *l, int V, const ms_params *p, double *q, naive_pair *s) {
+   mass reaches typical_p, every score <= the cut's stays, and the first
+   mtk positions), epsilon (drop p < epsilon) and eta (drop
+   p < min(eta, sqrt(eta) e^-H)), each on the distribution the previous
+   left; epsilon and eta keep the mtk largest logits (and their ties).
+   mtk: min_tokens_to_keep. q and s are scratch (V each). */
+static void naive_hf_catalogue(double *l, int V, const ms_params *p, int mtk, double *q, naive_pair *s) {
   int i;
   if (p->typical_p < 1.0f) {
     double h, cum = 0.0, cut;
@@ -60,7 +60,7 @@ static void naive_hf_catalogue(double *l, int V, const ms_params *p, double *q, 
     for (i = 0; i < V; i++) { cum += q[s[i].id]; if (cum < p->typical_p) n++; }
     last = n < V - 1 ? n : V - 1;
     cut = s[last].v;
-    for (i = 1; i < V; i++) if (s[i].v > cut) l[s[i].id] = -INFINITY; /* the first position always stays */
+    for (i = mtk; i < V; i++) if (s[i].v > cut) l[s[i].id] = -INFINITY; /* the first mtk positions stay */
   }
   for (i = 0; i < 2; i++) {
     float c = i == 0 ? p->epsilon_cutoff : p->eta_cutoff;
@@ -70,7 +70,11 @@ static void naive_hf_catalogue(double *l, int V, const ms_params *p, double *q, 
     naive_softmax(l, V, q);
     thr = c;
     if (i == 1) { double e2 = sqrt((double)c) * exp(-naive_entropy(q, V)); if (e2 < thr) thr = e2; }
-    for (j = 0; j < V; j++) if (l[j] > mx) mx = l[j];
+    if (mtk > 1) {
+      for (j = 0; j < V; j++) { s[j].v = l[j]; s[j].id = j; }
+      qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
+      mx = s[(mtk < V ? mtk : V) - 1].v;
+    } else for (j = 0; j < V; j++) if (l[j] > mx) mx = l[j];
     for (j = 0; j < V; j++) if (q[j] < thr && l[j] < mx) l[j] = -INFINITY;
   }
 }
@@ -84,7 +88,8 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
   naive_pair *s = (naive_pair *)malloc(sizeof(naive_pair) * (size_t)V);
   int *count = (int *)calloc((size_t)V, sizeof(int));
   char *inprompt = (char *)calloc((size_t)V, 1);
-  int i, j, hf = p->profile == MS_PROFILE_HF, sg = p->profile == MS_PROFILE_SGLANG, stage, rc = 0;
+  int i, j, hf = p->profile == MS_PROFILE_HF, sg = p->profile == MS_PROFILE_SGLANG, stage, rc = 0, k_eff;
+  int mtk = hf && p->min_tokens_to_keep > 1 ? p->min_tokens_to_keep : 1; /* HF's min_tokens_to_keep */
   /* pointwise stages: 0 mask, 1 min_tokens, 2 bias, 3 penalties */
   static const int order_vllm[4] = {0, 1, 2, 3}, order_hf[4] = {2, 3, 1, 0}, order_sg[4] = {3, 1, 0, 2};
   const int *order = hf ? order_hf : sg ? order_sg : order_vllm;
@@ -160,14 +165,20 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
     /* vLLM: min_p, top_k, top_p; HF: top_k, top_p, min_p */
     int what = hf ? (stage == 0 ? 1 : stage == 1 ? 2 : 0) : stage;
     if (what == 0 && p->min_p > 0) {
-      double mx = 0;
+      double mx = 0, keep_v = INFINITY;
       naive_softmax(l, V, q);
       for (i = 0; i < V; i++) if (q[i] > mx) mx = q[i];
-      for (i = 0; i < V; i++) if (q[i] < p->min_p * mx) l[i] = -INFINITY;
-    } else if (what == 1 && p->top_k > 0 && p->top_k < V) {
+      if (mtk > 1) {
+        /* HF: the first min_tokens_to_keep by logit stay */
+        for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
+        qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
+        keep_v = s[(mtk < V ? mtk : V) - 1].v;
+      }
+      for (i = 0; i < V; i++) if (q[i] < p->min_p * mx && !(l[i] >= keep_v)) l[i] = -INFINITY;
+    } else if (what == 1 && p->top_k > 0 && (k_eff = p->top_k > mtk ? p->top_k : mtk) < V) {
       for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
       qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
-      for (i = 0; i < V; i++) if (l[i] < s[p->top_k - 1].v) l[i] = -INFINITY;
+      for (i = 0; i < V; i++) if (l[i] < s[k_eff - 1].v) l[i] = -INFINITY;
     } else if (what == 2 && p->top_p < 1.0f) {
       double above = 0;
       naive_softmax(l, V, q);
@@ -175,7 +186,7 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
       qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
       for (i = 0; i < V; ) {
         double g = 0;
-        int keep = i == 0 || above < p->top_p;
+        int keep = i == 0 || i < mtk || above < p->top_p;
         for (j = i; j < V && s[j].v == s[i].v; j++) g += q[s[j].id];
         if (!keep) for (; i < j; i++) l[s[i].id] = -INFINITY;
         above += g;
@@ -183,7 +194,7 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
       }
     }
   }
-  if (hf) naive_hf_catalogue(l, V, p, q, s);
+  if (hf) naive_hf_catalogue(l, V, p, mtk, q, s);
   naive_softmax(l, V, q);
   for (i = 0; i < V; i++) probs[i] = (float)q[i];
 out:
