@@ -192,21 +192,28 @@ static int borderline(tcase *c, const float *want) {
   return flip;
 }
 
+/* MS_TEST_BIG=1 (a CI step): the vocabularies of real models instead of
+   the two largest, 160 cases per path (the sorts of the reference make a
+   128k row slow) */
 static void run_against_naive(int profile) {
-  static const int vocabs[] = {1, 2, 7, 33, 100, 1000, 5000, 40000};
+  static const int vocabs_std[] = {1, 2, 7, 33, 100, 1000, 5000, 40000};
+  static const int vocabs_big[] = {1, 2, 7, 33, 100, 1000, 128256, 151936};
+  const int big = getenv("MS_TEST_BIG") && atoi(getenv("MS_TEST_BIG")) > 0;
+  const int *vocabs = big ? vocabs_big : vocabs_std, V_MAX = big ? 151936 : 40000, n_iter = big ? 160 : 600;
   int path, iter;
   tcase c;
-  float *got = (float *)malloc(sizeof(float) * 40000), *want = (float *)malloc(sizeof(float) * 40000);
-  c.x = (float *)malloc(sizeof(float) * 40000);
+  float *got = (float *)malloc(sizeof(float) * (size_t)V_MAX), *want = (float *)malloc(sizeof(float) * (size_t)V_MAX);
+  c.x = (float *)malloc(sizeof(float) * (size_t)V_MAX);
+  if (big) printf("  MS_TEST_BIG: vocabularies up to %d\n", V_MAX);
   for (path = 0; path < N_SIMD_PATHS; path++) {
-    ms_sampler *s = make_sampler(simd_paths[path], 40000);
+    ms_sampler *s = make_sampler(simd_paths[path], V_MAX);
     int fails = 0, skipped = 0, n = 0;
     CHECK(s != NULL);
     if (!s) continue;
     /* paths this CPU or build lacks fall back to another: test each once */
     if (strcmp(ms_sampler_simd(s), simd_paths[path]) != 0) { ms_sampler_destroy(s); continue; }
     printf("  simd path %s\n", simd_paths[path]);
-    for (iter = 0; iter < 600; iter++) {
+    for (iter = 0; iter < n_iter; iter++) {
       int V = vocabs[iter % 8];
       ms_seq *q;
       int rc_ref;
