@@ -34,6 +34,14 @@ static double naive_entropy(const double *q, int V) {
   return h;
 }
 
+/* The k-th largest of l (k clamped to [1, V]); s is scratch (V). */
+static double naive_kth_largest(const double *l, int V, int k, naive_pair *s) {
+  int i;
+  for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
+  qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
+  return s[(k < V ? (k > 1 ? k : 1) : V) - 1].v;
+}
+
 static int naive_cmp_asc(const void *a, const void *b) {
   const naive_pair *x = (const naive_pair *)a, *y = (const naive_pair *)b;
   if (x->v < y->v) return -1;
@@ -64,18 +72,14 @@ static void naive_hf_catalogue(double *l, int V, const ms_params *p, int mtk, do
   }
   for (i = 0; i < 2; i++) {
     float c = i == 0 ? p->epsilon_cutoff : p->eta_cutoff;
-    double thr, mx = -INFINITY;
+    double thr, keep_v;
     int j;
     if (!(c > 0.0f)) continue;
     naive_softmax(l, V, q);
     thr = c;
     if (i == 1) { double e2 = sqrt((double)c) * exp(-naive_entropy(q, V)); if (e2 < thr) thr = e2; }
-    if (mtk > 1) {
-      for (j = 0; j < V; j++) { s[j].v = l[j]; s[j].id = j; }
-      qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
-      mx = s[(mtk < V ? mtk : V) - 1].v;
-    } else for (j = 0; j < V; j++) if (l[j] > mx) mx = l[j];
-    for (j = 0; j < V; j++) if (q[j] < thr && l[j] < mx) l[j] = -INFINITY;
+    keep_v = naive_kth_largest(l, V, mtk, s);
+    for (j = 0; j < V; j++) if (q[j] < thr && l[j] < keep_v) l[j] = -INFINITY;
   }
 }
 
@@ -168,17 +172,11 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
       double mx = 0, keep_v = INFINITY;
       naive_softmax(l, V, q);
       for (i = 0; i < V; i++) if (q[i] > mx) mx = q[i];
-      if (mtk > 1) {
-        /* HF: the first min_tokens_to_keep by logit stay */
-        for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
-        qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
-        keep_v = s[(mtk < V ? mtk : V) - 1].v;
-      }
+      if (mtk > 1) keep_v = naive_kth_largest(l, V, mtk, s); /* HF: the first min_tokens_to_keep by logit stay */
       for (i = 0; i < V; i++) if (q[i] < p->min_p * mx && !(l[i] >= keep_v)) l[i] = -INFINITY;
     } else if (what == 1 && p->top_k > 0 && (k_eff = p->top_k > mtk ? p->top_k : mtk) < V) {
-      for (i = 0; i < V; i++) { s[i].v = l[i]; s[i].id = i; }
-      qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
-      for (i = 0; i < V; i++) if (l[i] < s[k_eff - 1].v) l[i] = -INFINITY;
+      double kth = naive_kth_largest(l, V, k_eff, s);
+      for (i = 0; i < V; i++) if (l[i] < kth) l[i] = -INFINITY;
     } else if (what == 2 && p->top_p < 1.0f) {
       double above = 0;
       naive_softmax(l, V, q);
@@ -186,7 +184,7 @@ static int naive_probs(const float *x, int V, const ms_params *p, const int *pro
       qsort(s, (size_t)V, sizeof *s, naive_cmp_desc);
       for (i = 0; i < V; ) {
         double g = 0;
-        int keep = i == 0 || i < mtk || above < p->top_p;
+        int keep = i < mtk || above < p->top_p; /* mtk >= 1: the first group always stays */
         for (j = i; j < V && s[j].v == s[i].v; j++) g += q[s[j].id];
         if (!keep) for (; i < j; i++) l[s[i].id] = -INFINITY;
         above += g;
