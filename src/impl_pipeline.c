@@ -389,20 +389,35 @@ MS__PRIVATE double ms__row_exp_sum(ms__row *R, float m, float s, float *out, flo
   return z;
 }
 
+/* The positions marked in marks (16-bit halves of bit words, lane i: bit
+   i % 16 of half i / 16, as the passes that mark them write them) into
+   out, their weights e[id] into vals (room for cap each); returns how
+   many, their weight in *sum. */
+MS__PRIVATE int32_t ms__marks_expand(const ms__row *R, const uint16_t *marks, const float *e, int32_t *out, float *vals,
+                                     int32_t cap, double *sum) {
+  return R->K->expand_bits(marks, R->V, R->w->ki, e, out, vals, cap, sum);
+}
+
 /* ms__row_exp_sum writing the weights to out, plus *ysum, the sum of
-   e * (l - m) * s over the effective row (typical's centre). */
-MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, double *ysum) {
+   e * (l - m) * s over the effective row (typical's centre); with marks,
+   the ids whose weight is >= cut (> 0) marked (see ms__marks_expand). */
+MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, double *ysum, float cut, uint16_t *marks) {
   double z = 0.0;
   int32_t i;
   *ysum = 0.0;
-  if (!R->sparse) z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum);
-  else memset(out, 0, (size_t)R->V * 4);
+  if (!R->sparse) z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum, cut, marks);
+  else {
+    memset(out, 0, (size_t)R->V * 4);
+    if (marks) memset(marks, 0, (size_t)((R->V + 31) / 32) * 4);
+  }
   for (i = 0; i < R->n_touched; i++) {
     int32_t id = R->w->touched[i];
     float y = (R->w->ovr[id] - m) * s, e = ms__expf(y);
     out[id] = e;
     z += (double)e;
     if (e > 0.0f) *ysum += (double)e * (double)y;
+    /* the raw lane was disabled (weight 0, no bit) */
+    if (marks && e >= cut) marks[id >> 4] = (uint16_t)(marks[id >> 4] | (1u << (id & 15)));
   }
   return z;
 }
@@ -465,6 +480,7 @@ typedef struct ms__typ_zone {
   double w;                         /* their weight */
 } ms__typ_zone;
 
+
 /* Weight bounds of the radius range [rl, rh] on the light (A) and heavy (B)
    side of the centre; rl this small counts as 0 (the sides then meet at ec
    and must not overlap). */
@@ -478,59 +494,83 @@ MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, floa
 /* An estimate of [r_lo, r_hi] around the radius where the mass reaches
    target, from the heavy weights (gathered exactly when one can exist) and
    a strided sample of the rest, binned by radius (no sort); a margin of
-   2 standard errors of the sample. dense[0] / dense[1]: whether zone A
-   (below the centre) / B (above) holds more than 1/512 of the row (then a
-   zone pass gathers it branch-free: with a 16-lane vector, a branch per
-   vector mispredicts often from about there). */
+   2 standard errors of the sample. */
 #define MS__TYP_BINS 1024
+
+/* The estimate's heavy cut for a row of weight z: a weight whose sampled
+   share would be lumpy, z / 16384; in a peaked row that would be
+   thousands of tokens, so never below 1/64 of the top weight unless
+   z / 2048 is. */
+MS__PRIVATE float ms__typ_heavy_cut(double z) {
+  double hc = z / 16384.0, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
+  return (float)(hc > hc2 ? hc : hc2);
+}
+
+/* heavy_marks: the ids with weight >= heavy_cut marked by the exp pass (the cut
+   from an estimate of z made before it; see ms__marks_expand), or NULL:
+   the heavy weights are gathered here at ms__typ_heavy_cut(z). */
 MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, double z, double yc, double target,
-                                  double *r_lo, double *r_hi, int dense[2]) {
+                                  const uint16_t *heavy_marks, float heavy_cut, double *r_lo, double *r_hi) {
   ms__ws *w = R->w;
   const int32_t V = R->V, S = MS__SAMPLE;
   const int plain = R->enable == NULL && R->n_touched == 0 && !R->sparse;
-  /* heavy: a weight whose sampled share would be lumpy, z / 16384; in a
-     peaked row that would be thousands of tokens, so never below 1/64 of
-     the top weight unless z / 2048 is */
-  double hc = z / 16384.0, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
-  float hcut = (float)(hc > hc2 ? hc : hc2);
+  float hcut = heavy_marks ? heavy_cut : ms__typ_heavy_cut(z);
   float *key = w->cv, *wt = w->qs;
-  int32_t nh = 0, n, i, b, in_a = 0, in_b = 0;
-  double heavy = 0.0, light = 0.0, var = 0.0, in2 = 0.0, scale, cum, step = (double)V / S, dmax = 0.0, inv_width;
+  int32_t nh = 0, n, i, b;
+  double heavy = 0.0, light = 0.0, light2 = 0.0, var, in2 = 0.0, scale, scale2, cum, step = (double)V / S, dmax, inv_width;
+  float lo = 0.0f, hi = 0.0f; /* the keys' range */
   double hist[MS__TYP_BINS], hist2[MS__TYP_BINS];
-  /* weights are at most 1: above that nothing can be heavy */
-  if (hcut <= 1.0f) nh = R->K->compact_ge(e, V, NULL, hcut, w->ci, wt, MS__TYP_HEAVY + 64);
-  if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
+  if (heavy_marks) {
+    nh = ms__marks_expand(R, heavy_marks, e, w->ci, wt, MS__TYP_HEAVY + 64, &heavy);
+    if (nh >= MS__TYP_HEAVY + 64) heavy_marks = NULL; /* the z estimate was far too low: gather at the true cut */
+  }
+  if (!heavy_marks) {
+    hcut = ms__typ_heavy_cut(z);
+    /* weights are at most 1: above that nothing can be heavy */
+    nh = hcut <= 1.0f ? R->K->compact_ge(e, V, NULL, hcut, w->ci, wt, MS__TYP_HEAVY + 64) : 0;
+    if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
+    heavy = 0.0;
+    for (i = 0; i < nh; i++) heavy += (double)wt[i];
+  }
+  /* keys: the scaled logit (as the weight was computed from it: no log)
+     less the centre, signed: below (A) or above (B) it. The loops keep
+     their dependency chains short (they cost more than the data here). */
   for (i = 0; i < nh; i++) {
-    heavy += (double)wt[i];
-    key[i] = ((plain ? R->x[w->ci[i]] : ms__eff(R, w->ci[i])) - m) * s;
+    float d = (float)((double)(((plain ? R->x[w->ci[i]] : ms__eff(R, w->ci[i])) - m) * s) - yc);
+    key[i] = d;
+    lo = d < lo ? d : lo; hi = d > hi ? d : hi;
   }
   n = nh;
   for (i = 0; i < S; i++) {
     int32_t pos = (int32_t)(i * step);
     float x = e[pos];
     if (x > 0.0f && x < hcut) {
-      /* the scaled logit, as the weight was computed from it (no log) */
-      key[n] = ((plain ? R->x[pos] : ms__eff(R, pos)) - m) * s;
+      float d = (float)((double)(((plain ? R->x[pos] : ms__eff(R, pos)) - m) * s) - yc);
+      key[n] = d;
+      lo = d < lo ? d : lo; hi = d > hi ? d : hi;
       wt[n++] = x;
       light += (double)x;
+      light2 += (double)x * (double)x;
     }
   }
   /* the sampled light weights stand for all of them: z - heavy */
   scale = light > 0.0 ? (z - heavy > 0.0 ? z - heavy : 0.0) / light : 0.0;
-  for (i = 0; i < n; i++) {
-    double d = (double)key[i] - yc;
-    key[i] = (float)d; /* signed: below (A) or above (B) the centre */
-    if (fabs(d) > dmax) dmax = fabs(d);
-    if (i >= nh) wt[i] = (float)((double)wt[i] * scale);
-  }
+  scale2 = scale * scale;
+  var = light2 * scale2;
+  dmax = -(double)lo > (double)hi ? -(double)lo : (double)hi;
   inv_width = MS__TYP_BINS / (dmax * 1.0001 + 1e-9);
   memset(hist, 0, sizeof hist);
   memset(hist2, 0, sizeof hist2);
-  for (i = 0; i < n; i++) {
+  for (i = 0; i < nh; i++) {
+    b = (int32_t)(fabs((double)key[i]) * inv_width);
+    hist[b < MS__TYP_BINS ? b : MS__TYP_BINS - 1] += (double)wt[i];
+  }
+  for (; i < n; i++) {
+    double x = (double)wt[i];
     b = (int32_t)(fabs((double)key[i]) * inv_width);
     if (b >= MS__TYP_BINS) b = MS__TYP_BINS - 1;
-    hist[b] += (double)wt[i];
-    if (i >= nh) { hist2[b] += (double)wt[i] * (double)wt[i]; var += (double)wt[i] * (double)wt[i]; }
+    hist[b] += x * scale;
+    hist2[b] += x * x * scale2;
   }
   /* the sampled mass within a radius errs by sqrt(sum over the light
      sample of w^2 (in - f)^2), f = that mass / z, in = 1 inside: the heavy
@@ -554,14 +594,6 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   }
   *r_lo *= 0.999;
   if (*r_hi != INFINITY) *r_hi = *r_hi * 1.001 + 1e-6;
-  /* the zones' share of the row, from the light sample: a zone lane in
-     most vectors makes a branch per vector mispredict */
-  for (i = nh; i < n; i++) {
-    double d = (double)key[i];
-    if (fabs(d) >= *r_lo && fabs(d) <= *r_hi) { in_a += d < 0.0; in_b += d >= 0.0; }
-  }
-  dense[0] = in_a * 512 > S;
-  dense[1] = in_b * 512 > S;
 }
 
 /* Gathers zone members of [lo, hi] from v[0..n) (ids[] maps v's positions
@@ -703,36 +735,39 @@ enum {
    the first position whose running mass reaches p, every score <= the
    cut's stays), else llama.cpp's (the shortest prefix whose mass exceeds
    p; equal scores: the likelier, then the lower id first). mode: what
-   happens to e (MS__TYP_*). *kmass: the weight kept; *kcount and *kmax
+   happens to e (MS__TYP_*). heavy / heavy_cut: see ms__typ_estimate
+   (heavy_bits). *kmass: the weight kept; *kcount and *kmax
    (count and largest weight kept) except in MS__TYP_FLOOR, whose
    threshold goes to *floor (NULL in the other modes). */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
-                                 int mode, double *kmass, int32_t *kcount, float *kmax, float *floor) {
+                                 int mode, const uint16_t *heavy, float heavy_cut, double *kmass, int32_t *kcount,
+                                 float *kmax, float *floor) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
   const int32_t V = R->V;
   double r_max;
-  float lo_w, hi_w, bounds[4];
+  float lo_w, hi_w, bounds[4], core[2];
   ms__typ_zone A, B;
   ms__typ_walk T;
   ms__zone_out zo;
-  int32_t attempt, i, nb_all = 0;
-  int ok = 0, zeroed = 0, dense[2] = {1, 1};
+  int32_t attempt, i, j, nb_all = 0;
+  uint16_t *ma = (uint16_t *)w->kb, *mb = ma + (V + 31) / 32 * 2;
+  int ok = 0, zeroed = 0;
   memset(&T, 0, sizeof T);
   memset(&zo, 0, sizeof zo);
   T.yc = ysum / z; T.target = (double)p * z; T.r_hi = INFINITY; T.ec = (float)exp(T.yc);
   /* no score exceeds r_max: the top token has y = 0, the lightest
      weight y >= ln(2^-149) */
   r_max = (-T.yc > T.yc + 103.28 ? -T.yc : T.yc + 103.28) * 1.001 + 1e-6;
-  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, m, s, z, T.yc, T.target, &T.r_lo, &T.r_hi, dense);
+  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, m, s, z, T.yc, T.target, heavy, heavy_cut, &T.r_lo, &T.r_hi);
 #ifdef MS__TEST_TYP_SKEW
   /* tests only: a bracket off by this factor drives the retries */
   T.r_lo *= MS__TEST_TYP_SKEW; T.r_hi *= MS__TEST_TYP_SKEW;
 #endif
   if (T.r_hi > r_max) T.r_hi = r_max;
-  /* the pass gathers zone A into (zi, tv) and B into (zb, xv); narrowing
-     keeps the values in place and puts the ids in ti / xi, so the pass's
-     id lists stay for the end */
+  /* the pass marks the zones (in ws->kb), expanded into zone A
+     (zi, tv) and B (zb, xv); narrowing keeps the values in place and puts
+     the ids in ti / xi, so the pass's id lists stay for the end */
   zo.ida = w->zi; zo.va = w->tv; zo.idb = w->zb; zo.vb = w->xv;
   for (attempt = 0; !ok; attempt++) {
     if (attempt >= 3) { T.r_lo = 0.0; T.r_hi = INFINITY; }
@@ -742,23 +777,34 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
        above the band included), and with MS__TYP_ZERO everything beyond
        zeroed */
     bounds[0] = T.alo; bounds[1] = T.ahi; bounds[2] = T.blo; bounds[3] = mode == MS__TYP_FLOOR ? INFINITY : T.bhi;
-    K->zones(e, V, bounds, dense[0] || attempt > 0, dense[1] || attempt > 0, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, &zo, V);
-    zeroed = mode == MS__TYP_ZERO; /* (cap V: zones never fails) */
+    core[0] = nextafterf(T.ahi, INFINITY); core[1] = nextafterf(T.blo, 0.0f);
+    if (!(core[0] <= core[1])) {
+      /* the zones meet at ec: no core (a NaN bit pattern no weight has) */
+      union { uint32_t u; float f; } nan_bits;
+      nan_bits.u = 0xFFFFFFFFu;
+      core[0] = core[1] = nan_bits.f;
+    }
+    K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, mb, &zo);
+    zeroed = mode == MS__TYP_ZERO;
+    zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
+    zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
     nb_all = zo.nb;
     if (mode == MS__TYP_FLOOR) {
       /* the zone B proper first, what lies above it after */
-      int32_t j = 0;
+      j = 0;
+      B.w = 0.0;
       for (i = 0; i < zo.nb; i++) {
         if (zo.vb[i] <= T.bhi) {
           float v = zo.vb[i]; int32_t id = zo.idb[i];
           zo.vb[i] = zo.vb[j]; zo.idb[i] = zo.idb[j];
           zo.vb[j] = v; zo.idb[j] = id; j++;
+          B.w += (double)v;
         }
       }
       zo.nb = j;
     }
-    A.v = zo.va; A.id = zo.ida; A.id_out = w->ti; A.n = zo.na; A.w = K->block_sums_ge(A.v, A.n, 0.0f, w->blocks);
-    B.v = zo.vb; B.id = zo.idb; B.id_out = w->xi; B.n = zo.nb; B.w = K->block_sums_ge(B.v, B.n, 0.0f, w->blocks);
+    A.v = zo.va; A.id = zo.ida; A.id_out = w->ti; A.n = zo.na;
+    B.v = zo.vb; B.id = zo.idb; B.id_out = w->xi; B.n = zo.nb;
     T.inner = zo.core_mass;
     /* a miss: the next bracket is the neighbouring range, twice as wide */
     if (attempt >= 3) {} /* the whole row: always decided below */
@@ -831,11 +877,27 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
    z, the weight of the whole row (0: nothing has weight). */
 MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int hf, int mode, double *kmass,
                                      int32_t *kcount, float *kmax, float *floor) {
-  float *e = R->w->e;
-  double ysum = 0.0, z = ms__row_exp_sum_y(R, m, s, e, &ysum);
+  ms__ws *w = R->w;
+  float *e = w->e, hcut = 0.0f;
+  uint16_t *heavy = NULL;
+  double ysum = 0.0, z;
+  if (R->V > 4 * MS__SAMPLE) {
+    /* the estimate's heavy weights are marked by the exp pass, at a cut
+       that needs z before that pass sums it: a strided sample of 256
+       weights estimates it (a poor estimate only moves the cut) */
+    enum { S0 = 256 };
+    float *xs = w->sv;
+    double step = (double)R->V / S0, zs;
+    int32_t i;
+    for (i = 0; i < S0; i++) xs[i] = ms__eff(R, (int32_t)(i * step));
+    zs = R->K->exp_sum(xs, S0, NULL, m, s, NULL, NULL) * step;
+    hcut = ms__typ_heavy_cut(zs > 1.0 ? zs : 1.0); /* the top weight is 1 */
+    heavy = (uint16_t *)w->kb;
+  }
+  z = ms__row_exp_sum_y(R, m, s, e, &ysum, hcut, heavy);
   *kmass = 0.0; *kcount = 0; *kmax = 0.0f;
   if (floor) *floor = 1.40129846e-45f;
-  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, kmass, kcount, kmax, floor);
+  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, heavy, hcut, kmass, kcount, kmax, floor);
   return z;
 }
 
@@ -1100,7 +1162,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             if (t > 1.40129846e-45f) R->K->band_keep(w->e, V, t, INFINITY, &mass, &kc, &kx);
             if (mass > 0.0) {
               ms__typical_row(R, w->e, k->m, k->s, mass, ms__row_wdot(R, w->e, t, k->m, k->s), p->typical_p, 1,
-                              MS__TYP_BAND, &kmass, &kc, &kx, NULL);
+                              MS__TYP_BAND, NULL, 0.0f, &kmass, &kc, &kx, NULL);
               kept = kmass; kept_known = 1;
             }
           }

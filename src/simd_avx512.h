@@ -54,6 +54,16 @@
 #define MSV_COMPRESS_IDS(ids, m, base) \
   _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))))
 #define MSV_SELZ(m, v) _mm512_maskz_mov_ps(m, v)
+/* the indices k0 + j of the nonzero 32-bit words among the 16 at p (any
+   type) appended to nz at *nn */
+#define MSV_HAVE_LIST_NONZERO 1
+#define MSV_LIST_NONZERO16(p, k0, nz, nn) do { \
+    __m512i w_ = _mm512_loadu_si512((const void *)(p)); \
+    __mmask16 m_ = _mm512_test_epi32_mask(w_, w_); \
+    _mm512_storeu_si512((void *)((nz) + *(nn)), _mm512_maskz_compress_epi32(m_, _mm512_add_epi32(_mm512_set1_epi32(k0), \
+                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)))); \
+    *(nn) += ms__popcount((unsigned)m_); \
+  } while (0)
 #define MSV_POW2N(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define MSV_HSUM(v) _mm512_reduce_add_ps(v)
 #define MSV_HMAX(v) _mm512_reduce_max_ps(v)

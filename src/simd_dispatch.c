@@ -95,7 +95,8 @@ typedef struct ms__topk {
 } ms__topk;
 
 /* A zone pass of typical's band search (ms__zones): the two zones'
-   tokens (ids, values), the core's weight, count, largest. */
+   tokens (ids, values: expanded by the caller from the pass's marks), the
+   core's weight, count, largest. */
 typedef struct ms__zone_out {
   int32_t *ida, *idb;
   float *va, *vb;
@@ -145,14 +146,22 @@ typedef struct ms__kernels {
   /* weights exp((x - m) * s) where e > 0 and x >= cut into out (0
      elsewhere; out may be e), per-block sums; returns their sum */
   double (*exp_where)(const float *x, const float *e, int32_t n, float m, float s, float cut, float *out, float *blocks);
-  /* typical's band search over e: zones A = [b0, b1] and B = [b2, b3]
-     gathered, the core between them summed (with stats also counted and
-     its max; ms__zone_out); with zero_out e is zeroed outside [b0, b3].
-     -1 past cap */
-  int (*zones)(float *e, int32_t n, const float bounds[4], int dense_a, int dense_b, int zero_out, int stats,
-               ms__zone_out *o, int32_t cap);
-  /* exp_sum writing the weights, plus the sum of e * (x - m) * s */
-  double (*exp_sum_y)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, double *ysum);
+  /* typical's band search over e: the lanes of zones A = [b0, b1] and
+     B = [b2, b3] marked in ma / mb (16-bit halves of bit words, lane i:
+     bit i % 16 of half i / 16, (n + 31) / 32 * 2 halves), the core
+     [c0, c1] summed (with stats also counted and its max; ms__zone_out);
+     with zero_out e is zeroed outside the three */
+  void (*zones)(float *e, int32_t n, const float bounds[4], const float core[2], int zero_out, int stats, uint16_t *ma,
+                uint16_t *mb, ms__zone_out *o);
+  /* exp_sum writing the weights, plus the sum of e * (x - m) * s; with
+     marks, the lanes whose weight is >= cut marked (as zones) */
+  double (*exp_sum_y)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, double *ysum,
+                      float cut, uint16_t *marks);
+  /* the positions marked (as zones) over a row of n, ascending, into out,
+     src's values there into vals, their sum into *sum; nz: scratch for
+     (n + 31) / 32 entries */
+  int32_t (*expand_bits)(const uint16_t *marks, int32_t n, int32_t *nz, const float *src, int32_t *out, float *vals,
+                         int32_t cap, double *sum);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
@@ -162,9 +171,16 @@ MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int 
 }
 #define MS__ENABLED(enable, i) (!(enable) || (((enable)[(i) >> 5] >> ((i) & 31)) & 1u))
 
+/* Bit count without the instruction: code outside the kernels is built
+   for the baseline ISA, where __builtin_popcount becomes a library call. */
+MS__FORCEINLINE int ms__popcount_sw(uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  return (int)((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
 #if defined(_MSC_VER) && !defined(__clang__)
 MS__PRIVATE int ms__ctz(unsigned v) { unsigned long i; _BitScanForward(&i, v); return (int)i; }
-MS__PRIVATE int ms__popcount(unsigned v) { v = v - ((v >> 1) & 0x55555555u); v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u); return (int)((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24); }
+#define ms__popcount(v) ms__popcount_sw(v)
 #else
 #define ms__ctz(v) __builtin_ctz(v)
 #define ms__popcount(v) __builtin_popcount(v)
