@@ -398,14 +398,25 @@ MS__PRIVATE int32_t ms__marks_expand(const ms__row *R, const uint16_t *marks, co
   return R->K->expand_bits(marks, R->V, R->w->ki, e, out, vals, cap, sum);
 }
 
+/* A sample of a row's scaled logits y and weights e, one lane in 128, as
+   the exp pass takes it (n of them; 0: none). */
+typedef struct ms__typ_sample {
+  float *y, *e;
+  int32_t n;
+} ms__typ_sample;
+
 /* ms__row_exp_sum writing the weights to out, plus *ysum, the sum of
    e * (l - m) * s over the effective row (typical's centre); with marks,
-   the ids whose weight is >= cut (> 0) marked (see ms__marks_expand). */
-MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, double *ysum, float cut, uint16_t *marks) {
+   the ids whose weight is >= cut (> 0) marked (see ms__marks_expand) and
+   a sample into *smp (touched ids, few, are left out of it). */
+MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, double *ysum, float cut, uint16_t *marks,
+                                     ms__typ_sample *smp) {
   double z = 0.0;
   int32_t i;
   *ysum = 0.0;
-  if (!R->sparse) z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum, cut, marks);
+  if (smp) smp->n = 0;
+  if (!R->sparse) z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum, cut, marks, smp ? smp->y : NULL,
+                                      smp ? smp->e : NULL, smp ? &smp->n : NULL);
   else {
     memset(out, 0, (size_t)R->V * 4);
     if (marks) memset(marks, 0, (size_t)((R->V + 31) / 32) * 4);
@@ -506,11 +517,13 @@ MS__PRIVATE float ms__typ_heavy_cut(double z) {
   return (float)(hc > hc2 ? hc : hc2);
 }
 
-/* heavy_marks: the ids with weight >= heavy_cut marked by the exp pass (the cut
+/* smp: the exp pass's sample (NULL or empty: a strided one is read here).
+   heavy_marks: the ids with weight >= heavy_cut marked by the exp pass (the cut
    from an estimate of z made before it; see ms__marks_expand), or NULL:
    the heavy weights are gathered here at ms__typ_heavy_cut(z). */
 MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, double z, double yc, double target,
-                                  const uint16_t *heavy_marks, float heavy_cut, double *r_lo, double *r_hi) {
+                                  const ms__typ_sample *smp, const uint16_t *heavy_marks, float heavy_cut, double *r_lo,
+                                  double *r_hi) {
   ms__ws *w = R->w;
   const int32_t V = R->V, S = MS__SAMPLE;
   const int plain = R->enable == NULL && R->n_touched == 0 && !R->sparse;
@@ -541,16 +554,41 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
     lo = d < lo ? d : lo; hi = d > hi ? d : hi;
   }
   n = nh;
-  for (i = 0; i < S; i++) {
-    int32_t pos = (int32_t)(i * step);
-    float x = e[pos];
-    if (x > 0.0f && x < hcut) {
-      float d = (float)((double)(((plain ? R->x[pos] : ms__eff(R, pos)) - m) * s) - yc);
-      key[n] = d;
-      lo = d < lo ? d : lo; hi = d > hi ? d : hi;
-      wt[n++] = x;
-      light += (double)x;
-      light2 += (double)x * (double)x;
+  if (smp && smp->n > 0) {
+    /* the exp pass's sample, in cache: branch-free, the range and sums
+       after (short dependency chains) */
+    float lo2 = 0.0f, hi2 = 0.0f;
+    double l1 = 0.0, l2 = 0.0, l1b = 0.0, l2b = 0.0;
+    for (i = 0; i < smp->n; i++) {
+      float x = smp->e[i];
+      key[n] = (float)((double)smp->y[i] - yc); wt[n] = x;
+      n += x > 0.0f && x < hcut;
+    }
+    for (i = nh; i + 1 < n; i += 2) {
+      float d0 = key[i], d1 = key[i + 1];
+      lo = d0 < lo ? d0 : lo; hi = d0 > hi ? d0 : hi;
+      lo2 = d1 < lo2 ? d1 : lo2; hi2 = d1 > hi2 ? d1 : hi2;
+      l1 += (double)wt[i]; l2 += (double)wt[i] * (double)wt[i];
+      l1b += (double)wt[i + 1]; l2b += (double)wt[i + 1] * (double)wt[i + 1];
+    }
+    if (i < n) {
+      lo = key[i] < lo ? key[i] : lo; hi = key[i] > hi ? key[i] : hi;
+      l1 += (double)wt[i]; l2 += (double)wt[i] * (double)wt[i];
+    }
+    lo = lo2 < lo ? lo2 : lo; hi = hi2 > hi ? hi2 : hi;
+    light = l1 + l1b; light2 = l2 + l2b;
+  } else {
+    for (i = 0; i < S; i++) {
+      int32_t pos = (int32_t)(i * step);
+      float x = e[pos];
+      if (x > 0.0f && x < hcut) {
+        float d = (float)((double)(((plain ? R->x[pos] : ms__eff(R, pos)) - m) * s) - yc);
+        key[n] = d;
+        lo = d < lo ? d : lo; hi = d > hi ? d : hi;
+        wt[n++] = x;
+        light += (double)x;
+        light2 += (double)x * (double)x;
+      }
     }
   }
   /* the sampled light weights stand for all of them: z - heavy */
@@ -740,7 +778,8 @@ enum {
    (count and largest weight kept) except in MS__TYP_FLOOR, whose
    threshold goes to *floor (NULL in the other modes). */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
-                                 int mode, const uint16_t *heavy, float heavy_cut, double *kmass, int32_t *kcount,
+                                 int mode, const ms__typ_sample *smp, const uint16_t *heavy, float heavy_cut,
+                                 double *kmass, int32_t *kcount,
                                  float *kmax, float *floor) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
@@ -759,7 +798,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
   /* no score exceeds r_max: the top token has y = 0, the lightest
      weight y >= ln(2^-149) */
   r_max = (-T.yc > T.yc + 103.28 ? -T.yc : T.yc + 103.28) * 1.001 + 1e-6;
-  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, m, s, z, T.yc, T.target, heavy, heavy_cut, &T.r_lo, &T.r_hi);
+  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, m, s, z, T.yc, T.target, smp, heavy, heavy_cut, &T.r_lo, &T.r_hi);
 #ifdef MS__TEST_TYP_SKEW
   /* tests only: a bracket off by this factor drives the retries */
   T.r_lo *= MS__TEST_TYP_SKEW; T.r_hi *= MS__TEST_TYP_SKEW;
@@ -880,6 +919,7 @@ MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int 
   ms__ws *w = R->w;
   float *e = w->e, hcut = 0.0f;
   uint16_t *heavy = NULL;
+  ms__typ_sample smp, *sp = NULL;
   double ysum = 0.0, z;
   if (R->V > 4 * MS__SAMPLE) {
     /* the estimate's heavy weights are marked by the exp pass, at a cut
@@ -893,11 +933,13 @@ MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int 
     zs = R->K->exp_sum(xs, S0, NULL, m, s, NULL, NULL) * step;
     hcut = ms__typ_heavy_cut(zs > 1.0 ? zs : 1.0); /* the top weight is 1 */
     heavy = (uint16_t *)w->kb;
+    smp.y = w->qs2; smp.e = w->qs2 + (R->V + 127) / 128; smp.n = 0;
+    sp = &smp;
   }
-  z = ms__row_exp_sum_y(R, m, s, e, &ysum, hcut, heavy);
+  z = ms__row_exp_sum_y(R, m, s, e, &ysum, hcut, heavy, sp);
   *kmass = 0.0; *kcount = 0; *kmax = 0.0f;
   if (floor) *floor = 1.40129846e-45f;
-  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, heavy, hcut, kmass, kcount, kmax, floor);
+  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, sp, heavy, hcut, kmass, kcount, kmax, floor);
   return z;
 }
 
@@ -1162,7 +1204,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             if (t > 1.40129846e-45f) R->K->band_keep(w->e, V, t, INFINITY, &mass, &kc, &kx);
             if (mass > 0.0) {
               ms__typical_row(R, w->e, k->m, k->s, mass, ms__row_wdot(R, w->e, t, k->m, k->s), p->typical_p, 1,
-                              MS__TYP_BAND, NULL, 0.0f, &kmass, &kc, &kx, NULL);
+                              MS__TYP_BAND, NULL, NULL, 0.0f, &kmass, &kc, &kx, NULL);
               kept = kmass; kept_known = 1;
             }
           }

@@ -102,4 +102,6 @@ MSV_TARGET static inline float ms__hmax_avx2(__m256 v) {
 }
 #endif
 #define MSV_HSUM(v) ms__hsum_avx2(v)
+/* lane 0 of a vector */
+#define MSV_LANE0(v) _mm_cvtss_f32(_mm256_castps256_ps128(v))
 #define MSV_HMAX(v) ms__hmax_avx2(v)

@@ -66,4 +66,6 @@
   } while (0)
 #define MSV_POW2N(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #define MSV_HSUM(v) _mm512_reduce_add_ps(v)
+/* lane 0 of a vector */
+#define MSV_LANE0(v) _mm_cvtss_f32(_mm512_castps512_ps128(v))
 #define MSV_HMAX(v) _mm512_reduce_max_ps(v)

@@ -154,9 +154,11 @@ typedef struct ms__kernels {
   void (*zones)(float *e, int32_t n, const float bounds[4], const float core[2], int zero_out, int stats, uint16_t *ma,
                 uint16_t *mb, ms__zone_out *o);
   /* exp_sum writing the weights, plus the sum of e * (x - m) * s; with
-     marks, the lanes whose weight is >= cut marked (as zones) */
+     marks, the lanes whose weight is >= cut marked (as zones) and one lane
+     in 128 sampled: its (x - m) * s into sy and weight into se, *n_sample
+     of them ((n + 127) / 128 room each) */
   double (*exp_sum_y)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, double *ysum,
-                      float cut, uint16_t *marks);
+                      float cut, uint16_t *marks, float *sy, float *se, int32_t *n_sample);
   /* the positions marked (as zones) over a row of n, ascending, into out,
      src's values there into vals, their sum into *sum; nz: scratch for
      (n + 31) / 32 entries */

@@ -45,4 +45,6 @@ static inline uint32x4_t ms__from_bits_neon(unsigned b) {
 #define MSV_SELZ(m, v) vreinterpretq_f32_u32(vandq_u32(m, vreinterpretq_u32_f32(v)))
 #define MSV_POW2N(n) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23))
 #define MSV_HSUM(v) vaddvq_f32(v)
+/* lane 0 of a vector */
+#define MSV_LANE0(v) vgetq_lane_f32((v), 0)
 #define MSV_HMAX(v) vmaxvq_f32(v)

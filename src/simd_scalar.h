@@ -31,6 +31,8 @@ typedef int msv_m_scalar;
 #define MSV_ADD_MASKED(acc, m, w) MSV_ADD((acc), MSV_SELZ((m), (w)))
 #define MSV_SELZ(m, v) ((m) ? (v) : 0.0f)
 #define MSV_HSUM(v) (v)
+/* lane 0 of a vector */
+#define MSV_LANE0(v) (v)
 #define MSV_HMAX(v) (v)
 static float ms__pow2n_scalar(float n) { union { uint32_t u; float f; } s; s.u = (uint32_t)((int32_t)n + 127) << 23; return s.f; }
 #define MSV_POW2N(n) ms__pow2n_scalar(n)

@@ -50,4 +50,6 @@ MSV_TARGET static inline float ms__hmax_sse2(__m128 v) {
 }
 #endif
 #define MSV_HSUM(v) ms__hsum_sse2(v)
+/* lane 0 of a vector */
+#define MSV_LANE0(v) _mm_cvtss_f32(v)
 #define MSV_HMAX(v) ms__hmax_sse2(v)
