@@ -828,6 +828,12 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
     zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
     nb_all = zo.nb;
+    if (zo.core_plus_b) {
+      /* the pass summed all above zone A (ms__zones): the core is that
+         less zone B */
+      zo.core_mass -= B.w;
+      if (zo.core_mass < 0.0) zo.core_mass = 0.0;
+    }
     if (mode == MS__TYP_FLOOR) {
       /* the zone B proper first, what lies above it after */
       j = 0;

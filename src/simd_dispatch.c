@@ -101,6 +101,7 @@ typedef struct ms__zone_out {
   int32_t *ida, *idb;
   float *va, *vb;
   int32_t na, nb, core_count;
+  int core_plus_b;       /* core_mass includes zone B's weight */
   double core_mass;
   float core_max;
 } ms__zone_out;
