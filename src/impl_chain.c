@@ -853,7 +853,7 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
     int32_t kcount, c;
     float kmax, cw = tiny;
     const char *q;
-    if (!(ms__typical_whole(R, R->m, 1.0f, p->typical_p, 0, MS__TYP_ZERO, &kmass, &kcount, &kmax, NULL) > 0.0)) return MS_ERR_ALL_MASKED;
+    if (!(ms__typical_whole(R, R->m, 1.0f, p->typical_p, 0, MS__TYP_ZERO, &kmass, &kcount, &kmax, NULL, NULL) > 0.0)) return MS_ERR_ALL_MASKED;
     C.size = kcount;
     st++;
     {

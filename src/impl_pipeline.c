@@ -779,7 +779,7 @@ enum {
    threshold goes to *floor (NULL in the other modes). */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
                                  int mode, const ms__typ_sample *smp, const uint16_t *heavy, float heavy_cut,
-                                 double *kmass, int32_t *kcount,
+                                 int *blocks_ok, double *kmass, int32_t *kcount,
                                  float *kmax, float *floor) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
@@ -792,6 +792,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
   int32_t attempt, i, j, nb_all = 0;
   uint16_t *ma = (uint16_t *)w->kb, *mb = ma + (V + 31) / 32 * 2;
   int ok = 0, zeroed = 0;
+  if (blocks_ok) *blocks_ok = 0;
   memset(&T, 0, sizeof T);
   memset(&zo, 0, sizeof zo);
   T.yc = ysum / z; T.target = (double)p * z; T.r_hi = INFINITY; T.ec = (float)exp(T.yc);
@@ -823,7 +824,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
       nan_bits.u = 0xFFFFFFFFu;
       core[0] = core[1] = nan_bits.f;
     }
-    K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, mb, &zo);
+    K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, mb, mode == MS__TYP_FLOOR ? w->blocks : NULL, &zo);
     zeroed = mode == MS__TYP_ZERO;
     zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
     zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
@@ -875,6 +876,24 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     ok = 1;
   }
   ms__typ_band(w, e, &T, &lo_w, &hi_w);
+  if (mode == MS__TYP_FLOOR && hf && zo.core_plus_b && (zo.na + nb_all) * 64 <= V) {
+    /* the draw's block sums of the kept weight, from the pass's (all
+       above zone A): less what lies above the band, plus zone A's kept
+       tokens. HF keeps every tie at the cut, so what the walk left out
+       lies outside [lo_w, hi_w] (read before it is zeroed). Only for few
+       zone tokens: each is a scattered read, and a draw that sums blocks
+       as it walks costs about a pass over half the row. */
+    float *bl = w->blocks;
+    for (i = 0; i < nb_all; i++) {
+      float v = e[zo.idb[i]];
+      bl[zo.idb[i] / MS__BLOCK] -= v > hi_w ? v : 0.0f;
+    }
+    for (i = 0; i < zo.na; i++) {
+      float v = e[zo.ida[i]];
+      bl[zo.ida[i] / MS__BLOCK] += v >= lo_w ? v : 0.0f;
+    }
+    if (blocks_ok) *blocks_ok = 1;
+  }
   for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
   if (mode == MS__TYP_FLOOR) {
     /* kept: the inner mass and the walk's prefix; dropped above the band:
@@ -921,7 +940,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
    it (mode MS__TYP_ZERO or MS__TYP_FLOOR, see ms__typical_row); returns
    z, the weight of the whole row (0: nothing has weight). */
 MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int hf, int mode, double *kmass,
-                                     int32_t *kcount, float *kmax, float *floor) {
+                                     int32_t *kcount, float *kmax, float *floor, int *blocks_ok) {
   ms__ws *w = R->w;
   float *e = w->e, hcut = 0.0f;
   uint16_t *heavy = NULL;
@@ -944,8 +963,9 @@ MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int 
   }
   z = ms__row_exp_sum_y(R, m, s, e, &ysum, hcut, heavy, sp);
   *kmass = 0.0; *kcount = 0; *kmax = 0.0f;
+  if (blocks_ok) *blocks_ok = 0;
   if (floor) *floor = 1.40129846e-45f;
-  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, sp, heavy, hcut, kmass, kcount, kmax, floor);
+  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, sp, heavy, hcut, blocks_ok, kmass, kcount, kmax, floor);
   return z;
 }
 
@@ -1182,6 +1202,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     float t = 1.40129846e-45f; /* the smallest subnormal: keep every non-zero weight */
     double kept = z;       /* W(>= t), valid while kept_known */
     int kept_known = 1;
+    int typ_blocks = 0;    /* typical on the whole row left the kept block sums at t_typ */
+    float t_typ = 0.0f;
     k->materialized = 1;
     for (f = 0; f < MS__F_COUNT_; f++) {
       switch (R->r->filters[f]) {
@@ -1203,14 +1225,14 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             int32_t kc;
             float kx;
             if (typ_whole) {
-              z = ms__typical_whole(R, k->m, k->s, p->typical_p, 1, MS__TYP_FLOOR, &kmass, &kc, &kx, &t);
-              kept = kmass; kept_known = 1;
+              z = ms__typical_whole(R, k->m, k->s, p->typical_p, 1, MS__TYP_FLOOR, &kmass, &kc, &kx, &t, &typ_blocks);
+              kept = kmass; kept_known = 1; t_typ = t;
               break;
             }
             if (t > 1.40129846e-45f) R->K->band_keep(w->e, V, t, INFINITY, &mass, &kc, &kx);
             if (mass > 0.0) {
               ms__typical_row(R, w->e, k->m, k->s, mass, ms__row_wdot(R, w->e, t, k->m, k->s), p->typical_p, 1,
-                              MS__TYP_BAND, NULL, NULL, 0.0f, &kmass, &kc, &kx, NULL);
+                              MS__TYP_BAND, NULL, NULL, 0.0f, NULL, &kmass, &kc, &kx, NULL);
               kept = kmass; kept_known = 1;
             }
           }
@@ -1274,7 +1296,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     k->t = t;
     /* the draw walks block sums: when the kept weight is summed here,
        those sums come with it; else the draw sums blocks as it walks */
-    if (kept_known) { k->mass = kept; k->blocks_ready = 0; }
+    if (kept_known) { k->mass = kept; k->blocks_ready = typ_blocks && t == t_typ; }
     else { k->mass = R->K->block_sums_ge(w->e, V, t, w->blocks); k->blocks_ready = 1; }
   }
   return MS_OK;
