@@ -557,12 +557,12 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   if (smp && smp->n > 0) {
     /* the exp pass's sample, in cache: branch-free, the range and sums
        after (short dependency chains) */
-    float lo2 = 0.0f, hi2 = 0.0f;
+    float lo2 = 0.0f, hi2 = 0.0f, ycf = (float)yc;
     double l1 = 0.0, l2 = 0.0, l1b = 0.0, l2b = 0.0;
     for (i = 0; i < smp->n; i++) {
       float x = smp->e[i];
-      key[n] = (float)((double)smp->y[i] - yc); wt[n] = x;
-      n += x > 0.0f && x < hcut;
+      key[n] = smp->y[i] - ycf; wt[n] = x;
+      n += (x > 0.0f) & (x < hcut);
     }
     for (i = nh; i + 1 < n; i += 2) {
       float d0 = key[i], d1 = key[i + 1];
@@ -683,10 +683,16 @@ MS__PRIVATE void ms__typ_resolve(ms__row *R, const float *e, float m, float s, i
     float thA[8], thB[8];
     double aA[8], aB[8], rk[8], nl, nh;
     int32_t k;
-    for (k = 0; k < 8; k++) {
-      rk[k] = T->r_lo + (T->r_hi - T->r_lo) * (double)(k + 1) / 9.0;
-      thA[k] = (float)((double)T->ec * exp(-rk[k]));
-      thB[k] = (float)((double)T->ec * exp(rk[k]));
+    {
+      /* evenly spaced radii: their weights are powers of one factor (two
+         exps per level, not sixteen; the zones' padding dwarfs the error) */
+      double step = (T->r_hi - T->r_lo) / 9.0, f = exp(step), a = (double)T->ec * exp(-T->r_lo), b = (double)T->ec * exp(T->r_lo);
+      for (k = 0; k < 8; k++) {
+        rk[k] = T->r_lo + step * (double)(k + 1);
+        a /= f; b *= f;
+        thA[k] = (float)a;
+        thB[k] = (float)b;
+      }
     }
     K->mass_above8(A->v, A->n, thA, 0, aA);
     K->mass_above8(B->v, B->n, thB, 0, aB);

@@ -53,7 +53,8 @@ if catalogue:
 
     print("\n### Sampler catalogue, one row, one thread\n")
     print("Each sampler alone on top of a base, timed interleaved with the base "
-          "over the 1024-token history; extra = (us - base us) / floor_softmax_us "
+          "over the 1024-token history, each call on the next of 16 rows of the sigma "
+          "(read once untimed first); extra = (us - base us) / floor_softmax_us "
           "of the same run.\n")
     print("| base | sampler | profile | vocab | sigma | us/row | x floor_softmax | base us | extra, x floor_softmax | <= 1x |")
     print("|---|---|---|---|---|---|---|---|---|---|")
