@@ -475,13 +475,14 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
    yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
    weights around ec = exp(yc): radius r keeps ec e^-r <= e <= ec e^r.
    The band is found without sorting the row: the heavy weights (those a
-   sample would carry in lumps) and a strided sample of the rest estimate r; one
-   pass over the weights gathers the zones between radii [r_lo, r_hi] on
-   both sides and sums what lies nearer the centre (the core); the zones
-   are narrowed in cache (8 radii per pass) to a few dozen tokens, which are
-   sorted by exact score and walked. A bracket that misses is widened; the
-   last resort gathers every weight, which is always right. The weights
-   and the centre come from one exp pass (ms__row_exp_sum_y). */
+   sample would carry in lumps) and a sample of the rest estimate r; one
+   pass over the weights marks the zones between radii [r_lo, r_hi] on
+   both sides and sums what lies nearer the centre (the core); the marks
+   are expanded into lists, narrowed in cache (8 radii per pass) to a few
+   dozen tokens, which are sorted by exact score and walked. A bracket
+   that misses is widened; the last resort takes every weight, which is
+   always right. The weights, the centre, the heavy weights' marks and
+   the sample come from one exp pass (ms__row_exp_sum_y). */
 #define MS__TYP_PAD 1e-5f  /* zones are widened by this (relative), far above float error */
 #define MS__TYP_HEAVY 16384 /* at most this many heavy weights (e >= z / 16384) */
 
