@@ -305,6 +305,43 @@ TEST(test_typical_draws_follow_probs) {
    tokens: the likeliest that typical left, which need not be the row's
    maximum (typical drops what lies above its band). An epsilon above every
    renormalised band probability leaves that one token alone. */
+/* Rows built against the samples typical's estimate reads: the 256-weight
+   presample of z lands only on low logits (so the exp pass marks far too
+   many heavy weights and the estimate gathers them again at the true
+   cut), or the exp pass's one-lane-in-128 sample (a vector's first lane)
+   sees logits shifted up (a biased bracket: passes that miss). Whatever
+   the estimate makes of them, the kept set is the re-statement's. */
+TEST(test_typical_rows_that_fool_the_samples) {
+  static const int vocabs[] = {5003, 128256};
+  int vi, shape, hf, i;
+  ms_sampler *sm;
+  ms_sampler_desc d;
+  float *x = (float *)malloc(sizeof(float) * 128256);
+  memset(&d, 0, sizeof d);
+  d.max_vocab = 128256;
+  CHECK(ms_sampler_create(&sm, &d) == MS_OK);
+  for (vi = 0; vi < 2; vi++)
+    for (shape = 0; shape < 2; shape++)
+      for (hf = 0; hf < 2; hf++) {
+        int V = vocabs[vi];
+        ms_params p = ms_params_profile_default(hf ? MS_PROFILE_HF : MS_PROFILE_LLAMACPP);
+        char what[128];
+        if (shape == 0) {
+          double step = (double)V / 256.0;
+          for (i = 0; i < V; i++) x[i] = 4.0f + (float)t_normal(0.5);
+          for (i = 0; i < 256; i++) x[(int)(i * step)] = -5.0f; /* the presample's positions */
+        } else {
+          for (i = 0; i < V; i++) x[i] = (float)t_normal(1.0) + (i % 16 == 0 ? 2.5f : 0.0f); /* every vector's first lane */
+        }
+        p.top_k = 0; p.top_p = 1.0f; p.min_p = 0.0f; p.typical_p = 0.9f;
+        if (!hf) { p.samplers = "y"; p.penalty_last_n = 0; p.repetition_penalty = 1.0f; }
+        snprintf(what, sizeof what, "%s V=%d %s", hf ? "hf" : "llamacpp", V, shape ? "biased sample" : "blind presample");
+        check_row(sm, x, V, &p, NULL, x, 1.0f, what);
+      }
+  ms_sampler_destroy(sm);
+  free(x);
+}
+
 TEST(test_typical_then_epsilon_keeps_one) {
   static const int vocabs[] = {1000, 32000, 128256};
   int vi, i;
@@ -347,5 +384,6 @@ int main(void) {
   RUN(test_typical_whole_rows_chi2);
   RUN(test_typical_draws_follow_probs);
   RUN(test_typical_then_epsilon_keeps_one);
+  RUN(test_typical_rows_that_fool_the_samples);
   return t_done();
 }
