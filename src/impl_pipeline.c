@@ -492,7 +492,6 @@ typedef struct ms__typ_zone {
   double w;                         /* their weight */
 } ms__typ_zone;
 
-
 /* Weight bounds of the radius range [rl, rh] on the light (A) and heavy (B)
    side of the centre; rl this small counts as 0 (the sides then meet at ec
    and must not overlap). */
@@ -504,9 +503,9 @@ MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, floa
 }
 
 /* An estimate of [r_lo, r_hi] around the radius where the mass reaches
-   target, from the heavy weights (gathered exactly when one can exist) and
-   a strided sample of the rest, binned by radius (no sort); a margin of
-   2 standard errors of the sample. */
+   target, from the heavy weights (exactly, when one can exist) and a
+   sample of the rest (the exp pass's, or strided reads), binned by radius
+   (no sort); a margin of 2 standard errors of the sample. */
 #define MS__TYP_BINS 1024
 
 /* The estimate's heavy cut for a row of weight z: a weight whose sampled
@@ -780,8 +779,11 @@ enum {
    the first position whose running mass reaches p, every score <= the
    cut's stays), else llama.cpp's (the shortest prefix whose mass exceeds
    p; equal scores: the likelier, then the lower id first). mode: what
-   happens to e (MS__TYP_*). heavy / heavy_cut: see ms__typ_estimate
-   (heavy_bits). *kmass: the weight kept; *kcount and *kmax
+   happens to e (MS__TYP_*). smp, heavy, heavy_cut: what the exp pass
+   left for the estimate (see ms__typ_estimate: smp, heavy_marks; NULL:
+   it reads its own). blocks_ok (or NULL): set when ws->blocks holds the
+   kept weight per block (HF's floor mode with few zone tokens). *kmass:
+   the weight kept; *kcount and *kmax
    (count and largest weight kept) except in MS__TYP_FLOOR, whose
    threshold goes to *floor (NULL in the other modes). */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
