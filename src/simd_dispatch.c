@@ -157,15 +157,23 @@ typedef struct ms__kernels {
                 uint16_t *mb, float *blocks, ms__zone_out *o);
   /* exp_sum writing the weights, plus the sum of e * (x - m) * s; with
      marks, the lanes whose weight is >= cut marked (as zones) and one lane
-     in 128 sampled: its (x - m) * s into sy and weight into se, *n_sample
-     of them ((n + 127) / 128 room each) */
+     in 16 sampled: its (x - m) * s into sy and weight into se, *n_sample
+     of them ((n + 15) / 16 room each); and another lane, one in 256, into
+     sy1 / se1 (*n_sample1; (n + 255) / 256 room each) */
   double (*exp_sum_y)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, double *ysum,
-                      float cut, uint16_t *marks, float *sy, float *se, int32_t *n_sample);
+                      float cut, uint16_t *marks, float *sy, float *se, float *sy1, float *se1, int32_t *n_sample,
+                      int32_t *n_sample1);
   /* the positions marked (as zones) over a row of n, ascending, into out,
      src's values there into vals, their sum into *sum; nz: scratch for
      (n + 31) / 32 entries */
   int32_t (*expand_bits)(const uint16_t *marks, int32_t n, int32_t *nz, const float *src, int32_t *out, float *vals,
                          int32_t cap, double *sum);
+  /* typical's estimate: sums of w and w^2 over the samples with
+     0 < w < wmax, and over those with |y - yc| < lo; the indices of those
+     within [lo, hi) listed (room for n + 16), sums[4]: their largest
+     |y - yc|; returns how many */
+  int32_t (*typ_window)(const float *y, const float *w, int32_t n, float yc, float wmax, float lo, float hi,
+                        double sums[5], int32_t *ids);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {

@@ -308,8 +308,9 @@ TEST(test_typical_draws_follow_probs) {
 /* Rows built against the samples typical's estimate reads: the 256-weight
    presample of z lands only on low logits (so the exp pass marks far too
    many heavy weights and the estimate gathers them again at the true
-   cut), or the exp pass's one-lane-in-128 sample (a vector's first lane)
-   sees logits shifted up (a biased bracket: passes that miss). Whatever
+   cut), or the exp pass's samples (one lane in 16 and one in 256, each a
+   vector's first lane) see logits shifted up (a biased bracket: passes
+   that miss; a debug build counted 7 retries and 2 overflows). Whatever
    the estimate makes of them, the kept set is the re-statement's. */
 TEST(test_typical_rows_that_fool_the_samples) {
   static const int vocabs[] = {5003, 128256};
