@@ -520,6 +520,19 @@ MS__PRIVATE float ms__typ_heavy_cut(double z) {
   return (float)(hc > hc2 ? hc : hc2);
 }
 
+/* Where the estimate's mass cum (within some radius) stands against
+   target, with k standard errors: -1 surely below, 1 surely at or
+   above, 0 unsure. The sampled mass errs by sqrt(sum over the light
+   sample of w^2 (in - f)^2), f = cum / z, in = 1 within the radius: in2
+   is that sum of w^2 within, var over all. The heavy cut's grain (2
+   hcut) comes off the gap first; squares are compared (no sqrt). */
+MS__PRIVATE int ms__typ_side(double cum, double in2, double var, double inv_z, double target, float hcut, double k) {
+  double f = cum * inv_z, q = k * k * ((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2));
+  double gap = fabs(target - cum) - 2.0 * (double)hcut;
+  if (cum < target) return gap > 0.0 && q < gap * gap ? -1 : 0;
+  return gap >= 0.0 && q <= gap * gap ? 1 : 0;
+}
+
 /* The estimate's second stage: the bracket [r_lo, r_hi] that one lane in
    256 gave (3 standard errors), narrowed with the one-in-16 sample (a
    quarter of the standard error) to 2 of its standard errors. Only the
@@ -568,13 +581,12 @@ MS__PRIVATE void ms__typ_refine(ms__row *R, const float *key, const float *wt, i
   }
   /* the same rule as the first stage, from the mass within r_lo */
   for (b = 0; b < MS__TYP_BINS2; b++) {
-    double f, q, gap, edge = (double)wlo + (b + 1) / inv_width;
+    double edge = (double)wlo + (b + 1) / inv_width;
+    int side;
     cum += (double)hh[b] + (double)hl[b] * sc; in2 += (double)hl2[b] * sc2;
-    f = cum * inv_z;
-    q = 4.0 * ((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2));
-    gap = fabs(target - cum) - 2.0 * (double)hcut;
-    if (cum < target) { if (gap > 0.0 && q < gap * gap) lo = edge; }
-    else if (gap >= 0.0 && q <= gap * gap) { hi = edge; break; }
+    side = ms__typ_side(cum, in2, var, inv_z, target, hcut, 2.0);
+    if (side < 0) lo = edge;
+    else if (side > 0) { hi = edge; break; }
   }
   lo *= 0.999;
   if (lo > *r_lo) *r_lo = lo;
@@ -595,6 +607,7 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   float *key = w->cv, *wt = w->qs;
   int32_t nh = 0, n, i, b;
   double heavy = 0.0, light = 0.0, light2 = 0.0, var, in2 = 0.0, scale, scale2, cum, step = (double)V / S, dmax, inv_width;
+  const double inv_z = 1.0 / z;
   float lo = 0.0f, hi = 0.0f; /* the keys' range */
   double hist[MS__TYP_BINS], hist2[MS__TYP_BINS];
   if (heavy_marks) {
@@ -662,25 +675,20 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
     hist[b] += x * scale;
     hist2[b] += x * x * scale2;
   }
-  /* the sampled mass within a radius errs by sqrt(sum over the light
-     sample of w^2 (in - f)^2), f = that mass / z, in = 1 inside: the heavy
-     weights above the band weigh on it, not only those near the edge.
-     2 standard errors (measured the cheapest on average: a bracket that
-     misses costs another pass over the row, a wider one more gathering and
-     narrowing), plus the heavy cut's grain. */
+  /* the heavy weights above the band weigh on the error too, not only
+     those near the edge (ms__typ_side). 3 standard errors here: this
+     bracket only bounds what the second stage bins; its own 2 (measured
+     the cheapest on average: a bracket that misses costs another pass
+     over the row, a wider one more gathering and narrowing). Bin b holds
+     radii [b, b + 1) * width. */
   *r_lo = 0.0; *r_hi = INFINITY;
   cum = 0.0;
   for (b = 0; b < MS__TYP_BINS; b++) {
-    /* bin b holds radii [b, b + 1) * width. With se = 2 sqrt(q) + 2 hcut,
-       cum + se < target and cum - se >= target compare squares: no sqrt
-       per bin */
-    double f, q, gap;
+    int side;
     cum += hist[b]; in2 += hist2[b];
-    f = cum / z;
-    q = 9.0 * ((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2));
-    gap = fabs(target - cum) - 2.0 * (double)hcut; /* se must stay below this */
-    if (cum < target) { if (gap > 0.0 && q < gap * gap) *r_lo = (b + 1) / inv_width; }
-    else if (gap >= 0.0 && q <= gap * gap) { *r_hi = (b + 1) / inv_width; break; }
+    side = ms__typ_side(cum, in2, var, inv_z, target, hcut, 3.0);
+    if (side < 0) *r_lo = (b + 1) / inv_width;
+    else if (side > 0) { *r_hi = (b + 1) / inv_width; break; }
   }
   *r_lo *= 0.999;
   if (*r_hi != INFINITY) *r_hi = *r_hi * 1.001 + 1e-6;
