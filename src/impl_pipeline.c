@@ -399,8 +399,8 @@ MS__PRIVATE int32_t ms__marks_expand(const ms__row *R, const uint16_t *marks, co
 }
 
 /* Samples of a row's scaled logits y and weights e as the exp pass takes
-   them: one lane in 16 (n of them; 0: none), and another lane in 256 (y1,
-   e1: n1). */
+   them: one lane in 16 (n of them; 0: none), and one in 16 of those (y1,
+   e1: n1, one lane in 256, contiguous for the estimate's first stage). */
 typedef struct ms__typ_sample {
   float *y, *e, *y1, *e1;
   int32_t n, n1;
@@ -416,10 +416,20 @@ MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, d
   int32_t i;
   *ysum = 0.0;
   if (smp) smp->n = smp->n1 = 0;
-  if (!R->sparse) z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum, cut, marks, smp ? smp->y : NULL,
-                                      smp ? smp->e : NULL, smp ? smp->y1 : NULL, smp ? smp->e1 : NULL,
-                                      smp ? &smp->n : NULL, smp ? &smp->n1 : NULL);
-  else {
+  if (!R->sparse) {
+    z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum, cut, marks, smp ? smp->y : NULL, smp ? smp->e : NULL,
+                        smp ? &smp->n : NULL);
+    if (smp) {
+      /* the one in 256: the last of each 16 of the one in 16, copied out
+         here (stored in the pass, it cost about 5% of the pass) */
+      int32_t k;
+      smp->n1 = (smp->n + 15) / 16;
+      for (k = 0; k < smp->n1; k++) {
+        int32_t j = 16 * k + 15 < smp->n ? 16 * k + 15 : smp->n - 1;
+        smp->y1[k] = smp->y[j]; smp->e1[k] = smp->e[j];
+      }
+    }
+  } else {
     memset(out, 0, (size_t)R->V * 4);
     if (marks) memset(marks, 0, (size_t)((R->V + 31) / 32) * 4);
   }
@@ -472,6 +482,21 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
   return y;
 }
 
+/* Sum of v[0..n): float partial sums (eight, independent) per MS__BLOCK,
+   added in double, as the kernels sum weights. */
+MS__PRIVATE double ms__sum(const float *v, int32_t n) {
+  double total = 0.0;
+  int32_t b0, i, k;
+  for (b0 = 0; b0 < n; b0 += MS__BLOCK) {
+    int32_t end = n - b0 < MS__BLOCK ? n : b0 + MS__BLOCK;
+    float a[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+    for (i = b0; i + 8 <= end; i += 8) for (k = 0; k < 8; k++) a[k] += v[i + k];
+    for (; i < end; i++) a[0] += v[i];
+    total += (double)(((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])));
+  }
+  return total;
+}
+
 /* -- typical on the full row --------------------------------------------------
    Typical's score is |y - yc|, y = (l - m) * s a token's scaled logit and
    yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
@@ -487,6 +512,9 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
    the sample come from one exp pass (ms__row_exp_sum_y). */
 #define MS__TYP_PAD 1e-5f  /* zones are widened by this (relative), far above float error */
 #define MS__TYP_HEAVY 16384 /* at most this many heavy weights (e >= z / 16384) */
+#ifndef MS__TYP_HDIV
+#define MS__TYP_HDIV 16384.0
+#endif
 
 typedef struct ms__typ_zone {
   float *v; int32_t *id; int32_t n; /* weights and their ids */
@@ -516,7 +544,7 @@ MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, floa
    thousands of tokens, so never below 1/64 of the top weight unless
    z / 2048 is. */
 MS__PRIVATE float ms__typ_heavy_cut(double z) {
-  double hc = z / 16384.0, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
+  double hc = z / MS__TYP_HDIV, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
   return (float)(hc > hc2 ? hc : hc2);
 }
 
@@ -596,16 +624,20 @@ MS__PRIVATE void ms__typ_refine(ms__row *R, const float *key, const float *wt, i
 /* smp: the exp pass's sample (NULL or empty: a strided one is read here).
    heavy_marks: the ids with weight >= heavy_cut marked by the exp pass (the cut
    from an estimate of z made before it; see ms__marks_expand), or NULL:
-   the heavy weights are gathered here at ms__typ_heavy_cut(z). */
+   the heavy weights are gathered here at ms__typ_heavy_cut(z). The
+   heavy weights are left in id order in ws->ci (ids) and ws->qs
+   (weights): *heavy_n of them, every weight >= *heavy_at (-1: the list
+   is not complete). */
 MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, double z, double yc, double target,
                                   const ms__typ_sample *smp, const uint16_t *heavy_marks, float heavy_cut, double *r_lo,
-                                  double *r_hi) {
+                                  double *r_hi, int32_t *heavy_n, float *heavy_at) {
   ms__ws *w = R->w;
   const int32_t V = R->V, S = MS__SAMPLE;
   const int plain = R->enable == NULL && R->n_touched == 0 && !R->sparse;
   float hcut = heavy_marks ? heavy_cut : ms__typ_heavy_cut(z);
   float *key = w->cv, *wt = w->qs;
   int32_t nh = 0, n, i, b;
+  int complete = 1;
   double heavy = 0.0, light = 0.0, light2 = 0.0, var, in2 = 0.0, scale, scale2, cum, step = (double)V / S, dmax, inv_width;
   const double inv_z = 1.0 / z;
   float lo = 0.0f, hi = 0.0f; /* the keys' range */
@@ -618,10 +650,13 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
     hcut = ms__typ_heavy_cut(z);
     /* weights are at most 1: above that nothing can be heavy */
     nh = hcut <= 1.0f ? R->K->compact_ge(e, V, NULL, hcut, w->ci, wt, MS__TYP_HEAVY + 64) : 0;
-    if (nh < 0) nh = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
+    if (nh < 0) nh = 0, complete = 0; /* cannot happen (the weights sum to z); the sample still bounds r */
     heavy = 0.0;
     for (i = 0; i < nh; i++) heavy += (double)wt[i];
   }
+  /* the list is every weight >= hcut unless it filled up */
+  *heavy_n = complete ? nh : -1;
+  *heavy_at = hcut;
   /* keys: the scaled logit (as the weight was computed from it: no log)
      less the centre, signed: below (A) or above (B) it. The loops keep
      their dependency chains short (they cost more than the data here). */
@@ -860,9 +895,10 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
   ms__typ_zone A, B;
   ms__typ_walk T;
   ms__zone_out zo;
-  int32_t attempt, i, j, nb_all = 0;
+  int32_t attempt, i, j, nb_all = 0, heavy_n = -1;
   uint16_t *ma = (uint16_t *)w->kb, *mb = ma + (V + 31) / 32 * 2;
-  int ok = 0, zeroed = 0;
+  float heavy_at = INFINITY;
+  int ok = 0, zeroed = 0, heavy_b;
   if (blocks_ok) *blocks_ok = 0;
   memset(&T, 0, sizeof T);
   memset(&zo, 0, sizeof zo);
@@ -870,7 +906,8 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
   /* no score exceeds r_max: the top token has y = 0, the lightest
      weight y >= ln(2^-149) */
   r_max = (-T.yc > T.yc + 103.28 ? -T.yc : T.yc + 103.28) * 1.001 + 1e-6;
-  if (V > 4 * MS__SAMPLE) ms__typ_estimate(R, e, m, s, z, T.yc, T.target, smp, heavy, heavy_cut, &T.r_lo, &T.r_hi);
+  if (V > 4 * MS__SAMPLE)
+    ms__typ_estimate(R, e, m, s, z, T.yc, T.target, smp, heavy, heavy_cut, &T.r_lo, &T.r_hi, &heavy_n, &heavy_at);
 #ifdef MS__TEST_TYP_SKEW
   /* tests only: a bracket off by this factor drives the retries */
   T.r_lo *= MS__TEST_TYP_SKEW; T.r_hi *= MS__TEST_TYP_SKEW;
@@ -895,36 +932,47 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
       nan_bits.u = 0xFFFFFFFFu;
       core[0] = core[1] = nan_bits.f;
     }
-    K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, mb, mode == MS__TYP_FLOOR ? w->blocks : NULL, &zo);
+    /* MS__TYP_FLOOR's zone B, [blo, inf), is the likeliest tokens: when
+       the estimate's heavy list (ws->ci, ws->qs) holds all of them, it is
+       read from there and the pass marks zone A alone. The split below
+       clobbers ws->ci: the first attempt only. */
+    heavy_b = mode == MS__TYP_FLOOR && attempt == 0 && heavy_n >= 0 && T.blo >= heavy_at;
+    K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, heavy_b ? NULL : mb,
+             mode == MS__TYP_FLOOR ? w->blocks : NULL, &zo);
     zeroed = mode == MS__TYP_ZERO;
     zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
-    zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
+    if (!heavy_b) zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
     nb_all = zo.nb;
-    if (zo.core_plus_b) {
-      /* the pass summed all above zone A (ms__zones): the core is that
-         less zone B */
-      zo.core_mass -= B.w;
-      if (zo.core_mass < 0.0) zo.core_mass = 0.0;
-    }
     if (mode == MS__TYP_FLOOR) {
       /* the zone B proper first, what lies above it after (both in id
-         order; branch-free: which side a token falls is a coin toss) */
+         order; branch-free: which side a token falls is a coin toss),
+         from the pass's list or the heavy list (filtered by blo) */
+      const float *src_v = heavy_b ? w->qs : zo.vb;
+      const int32_t *src_id = heavy_b ? w->ci : zo.idb, n_src = heavy_b ? heavy_n : zo.nb;
       int32_t k = 0;
       float *av = w->cv;
-      int32_t *ai = w->ci;
+      int32_t *ai = w->ci; /* (k <= i: never ahead of the heavy list's reads) */
+      double above;
       j = 0;
-      B.w = 0.0;
-      for (i = 0; i < zo.nb; i++) {
-        float v = zo.vb[i];
-        int32_t id = zo.idb[i], in = v <= T.bhi;
+      for (i = 0; i < n_src; i++) {
+        float v = src_v[i];
+        int32_t id = src_id[i], in_all = v >= T.blo, in = in_all && v <= T.bhi;
         zo.vb[j] = v; zo.idb[j] = id;
         av[k] = v; ai[k] = id;
-        j += in; k += 1 - in;
-        B.w += in ? (double)v : 0.0;
+        j += in; k += in_all - in;
       }
+      /* summed after, in vector: a running sum here was a 4-cycle chain
+         per token */
+      B.w = ms__sum(zo.vb, j);
+      above = ms__sum(av, k);
       memcpy(zo.vb + j, av, (size_t)k * 4);
       memcpy(zo.idb + j, ai, (size_t)k * 4);
       zo.nb = j;
+      nb_all = j + k;
+      /* the pass summed all above zone A (ms__zones): the core is that
+         less all of [blo, inf) */
+      zo.core_mass -= B.w + above;
+      if (zo.core_mass < 0.0) zo.core_mass = 0.0;
     }
     A.v = zo.va; A.id = zo.ida; A.id_out = w->ti; A.n = zo.na;
     B.v = zo.vb; B.id = zo.idb; B.id_out = w->xi; B.n = zo.nb;
