@@ -482,21 +482,6 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
   return y;
 }
 
-/* Sum of v[0..n): float partial sums (eight, independent) per MS__BLOCK,
-   added in double, as the kernels sum weights. */
-MS__PRIVATE double ms__sum(const float *v, int32_t n) {
-  double total = 0.0;
-  int32_t b0, i, k;
-  for (b0 = 0; b0 < n; b0 += MS__BLOCK) {
-    int32_t end = n - b0 < MS__BLOCK ? n : b0 + MS__BLOCK;
-    float a[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
-    for (i = b0; i + 8 <= end; i += 8) for (k = 0; k < 8; k++) a[k] += v[i + k];
-    for (; i < end; i++) a[0] += v[i];
-    total += (double)(((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])));
-  }
-  return total;
-}
-
 /* -- typical on the full row --------------------------------------------------
    Typical's score is |y - yc|, y = (l - m) * s a token's scaled logit and
    yc = E_p[y]; it keeps the lowest scores up to a mass, which is a band of
@@ -934,41 +919,28 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     }
     /* MS__TYP_FLOOR's zone B, [blo, inf), is the likeliest tokens: when
        the estimate's heavy list (ws->ci, ws->qs) holds all of them, it is
-       read from there and the pass marks zone A alone. The split below
-       clobbers ws->ci: the first attempt only. */
+       read from there and the pass marks zone A alone. The first attempt
+       only: later ones expand their marks into the same place. */
     heavy_b = mode == MS__TYP_FLOOR && attempt == 0 && heavy_n >= 0 && T.blo >= heavy_at;
     K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, heavy_b ? NULL : mb,
              mode == MS__TYP_FLOOR ? w->blocks : NULL, &zo);
     zeroed = mode == MS__TYP_ZERO;
     zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
-    if (!heavy_b) zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
-    nb_all = zo.nb;
-    if (mode == MS__TYP_FLOOR) {
-      /* the zone B proper first, what lies above it after (both in id
-         order; branch-free: which side a token falls is a coin toss),
-         from the pass's list or the heavy list (filtered by blo) */
-      const float *src_v = heavy_b ? w->qs : zo.vb;
-      const int32_t *src_id = heavy_b ? w->ci : zo.idb, n_src = heavy_b ? heavy_n : zo.nb;
-      int32_t k = 0;
-      float *av = w->cv;
-      int32_t *ai = w->ci; /* (k <= i: never ahead of the heavy list's reads) */
-      double above;
-      j = 0;
-      for (i = 0; i < n_src; i++) {
-        float v = src_v[i];
-        int32_t id = src_id[i], in_all = v >= T.blo, in = in_all && v <= T.bhi;
-        zo.vb[j] = v; zo.idb[j] = id;
-        av[k] = v; ai[k] = id;
-        j += in; k += in_all - in;
-      }
-      /* summed after, in vector: a running sum here was a 4-cycle chain
-         per token */
-      B.w = ms__sum(zo.vb, j);
-      above = ms__sum(av, k);
-      memcpy(zo.vb + j, av, (size_t)k * 4);
-      memcpy(zo.idb + j, ai, (size_t)k * 4);
+    if (mode != MS__TYP_FLOOR) {
+      zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
+      nb_all = zo.nb;
+    } else {
+      /* the zone B proper first, what lies above it after, both in id
+         order (gathered in vector from the list of [blo, inf): the
+         heavy list filtered, or the pass's marks) */
+      int32_t n_src = heavy_b ? heavy_n : ms__marks_expand(R, mb, e, w->ci, w->qs, V, &B.w), *pos = (int32_t *)w->ka, nab;
+      double above, unused;
+      j = K->bracket(w->qs, n_src, T.blo, T.bhi, 0, 1, &above, &B.w, pos, zo.vb, n_src);
+      nab = K->bracket(w->qs, n_src, nextafterf(T.bhi, INFINITY), INFINITY, 0, 1, &unused, &unused, pos + j, zo.vb + j, n_src);
+      if (j < 0 || nab < 0) j = nab = 0; /* (cap n_src: cannot happen) */
+      for (i = 0; i < j + nab; i++) zo.idb[i] = w->ci[pos[i]];
       zo.nb = j;
-      nb_all = j + k;
+      nb_all = j + nab;
       /* the pass summed all above zone A (ms__zones): the core is that
          less all of [blo, inf) */
       zo.core_mass -= B.w + above;
