@@ -929,6 +929,12 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     if (mode != MS__TYP_FLOOR) {
       zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
       nb_all = zo.nb;
+      if (zo.core_plus_b) {
+        /* bhi = inf: the pass took its floor form (ms__zones), summing
+           all above zone A; the core is that less zone B */
+        zo.core_mass -= B.w;
+        if (zo.core_mass < 0.0) zo.core_mass = 0.0;
+      }
     } else {
       /* the zone B proper first, what lies above it after, both in id
          order (gathered in vector from the list of [blo, inf): the
