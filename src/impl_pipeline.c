@@ -539,7 +539,7 @@ MS__PRIVATE float ms__typ_heavy_cut(double z) {
    sample of w^2 (in - f)^2), f = cum / z, in = 1 within the radius: in2
    is that sum of w^2 within, var over all. The heavy cut's grain (2
    hcut) comes off the gap first; squares are compared (no sqrt). */
-MS__PRIVATE int ms__typ_side(double cum, double in2, double var, double inv_z, double target, float hcut, double k) {
+MS__FORCEINLINE int ms__typ_side(double cum, double in2, double var, double inv_z, double target, float hcut, double k) {
   double f = cum * inv_z, q = k * k * ((1.0 - f) * (1.0 - f) * in2 + f * f * (var - in2));
   double gap = fabs(target - cum) - 2.0 * (double)hcut;
   if (cum < target) return gap > 0.0 && q < gap * gap ? -1 : 0;
