@@ -645,13 +645,8 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   *heavy_n = complete ? nh : -1;
   *heavy_at = hcut;
   /* keys: the scaled logit (as the weight was computed from it: no log)
-     less the centre, signed: below (A) or above (B) it. The loops keep
-     their dependency chains short (they cost more than the data here). */
-  for (i = 0; i < nh; i++) {
-    float d = (float)((double)(((plain ? R->x[w->ci[i]] : ms__eff(R, w->ci[i])) - m) * s) - yc);
-    key[i] = d;
-    lo = d < lo ? d : lo; hi = d > hi ? d : hi;
-  }
+     less the centre, signed: below (A) or above (B) it; the sample's
+     first, after the heavy ones' place */
   n = nh;
   if (smp && smp->n1 > 0) {
     /* the exp pass's one-in-256 sample, in cache (the one-in-16 refines the
@@ -663,7 +658,7 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
     for (i = 0; i < nl; i++) { key[n + i] = smp->y1[lid[i]] - ycf; wt[n + i] = smp->e1[lid[i]]; }
     n += nl;
     light = ls[0]; light2 = ls[1];
-    if ((float)ls[4] > hi) hi = (float)ls[4]; /* (only |key| counts below) */
+    hi = (float)ls[4]; /* (only |key| counts below) */
   } else {
     for (i = 0; i < S; i++) {
       int32_t pos = (int32_t)(i * step);
@@ -678,18 +673,44 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
       }
     }
   }
+  /* the heavy keys lie within [ln(hcut) - yc, -yc] (the top weight, 1,
+     has y = 0; the lightest heavy one e >= hcut): that bounds the range
+     without a pass over them, which then bins them as it computes them */
+  dmax = -(double)lo > (double)hi ? -(double)lo : (double)hi;
+  if (nh > 0) {
+    double hd = yc - log((double)hcut) > -yc ? yc - log((double)hcut) : -yc;
+    hd = hd * 1.0001 + 1e-6;
+    if (hd > dmax) dmax = hd;
+  }
+  inv_width = MS__TYP_BINS / (dmax * 1.0001 + 1e-9);
+  memset(hist, 0, sizeof hist);
+  memset(hist2, 0, sizeof hist2);
+  {
+    /* the heavy keys crowd a few bins near the cut: alternate tokens add
+       to two histograms (one chain through memory per bin was the loop's
+       cost) */
+    const float ycf = (float)yc, invf = (float)inv_width, *x = R->x;
+    double hist_b[MS__TYP_BINS];
+    memset(hist_b, 0, sizeof hist_b);
+    for (i = 0; i < nh; i++) {
+      float d = ((plain ? x[w->ci[i]] : ms__eff(R, w->ci[i])) - m) * s - ycf;
+      key[i] = d;
+    }
+    for (i = 0; i + 1 < nh; i += 2) {
+      int32_t b0 = (int32_t)(fabsf(key[i]) * invf), b1 = (int32_t)(fabsf(key[i + 1]) * invf);
+      hist[b0 < MS__TYP_BINS ? b0 : MS__TYP_BINS - 1] += (double)wt[i];
+      hist_b[b1 < MS__TYP_BINS ? b1 : MS__TYP_BINS - 1] += (double)wt[i + 1];
+    }
+    for (; i < nh; i++) {
+      b = (int32_t)(fabsf(key[i]) * invf);
+      hist[b < MS__TYP_BINS ? b : MS__TYP_BINS - 1] += (double)wt[i];
+    }
+    for (b = 0; b < MS__TYP_BINS; b++) hist[b] += hist_b[b];
+  }
   /* the sampled light weights stand for all of them: z - heavy */
   scale = light > 0.0 ? (z - heavy > 0.0 ? z - heavy : 0.0) / light : 0.0;
   scale2 = scale * scale;
   var = light2 * scale2;
-  dmax = -(double)lo > (double)hi ? -(double)lo : (double)hi;
-  inv_width = MS__TYP_BINS / (dmax * 1.0001 + 1e-9);
-  memset(hist, 0, sizeof hist);
-  memset(hist2, 0, sizeof hist2);
-  for (i = 0; i < nh; i++) {
-    b = (int32_t)(fabs((double)key[i]) * inv_width);
-    hist[b < MS__TYP_BINS ? b : MS__TYP_BINS - 1] += (double)wt[i];
-  }
   for (; i < n; i++) {
     double x = (double)wt[i];
     b = (int32_t)(fabs((double)key[i]) * inv_width);
