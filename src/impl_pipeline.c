@@ -418,17 +418,7 @@ MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, d
   if (smp) smp->n = smp->n1 = 0;
   if (!R->sparse) {
     z = R->K->exp_sum_y(R->x, R->V, R->enable, m, s, out, ysum, cut, marks, smp ? smp->y : NULL, smp ? smp->e : NULL,
-                        smp ? &smp->n : NULL);
-    if (smp) {
-      /* the one in 256: the last of each 16 of the one in 16, copied out
-         here (stored in the pass, it cost about 5% of the pass) */
-      int32_t k;
-      smp->n1 = (smp->n + 15) / 16;
-      for (k = 0; k < smp->n1; k++) {
-        int32_t j = 16 * k + 15 < smp->n ? 16 * k + 15 : smp->n - 1;
-        smp->y1[k] = smp->y[j]; smp->e1[k] = smp->e[j];
-      }
-    }
+                        smp ? smp->y1 : NULL, smp ? smp->e1 : NULL, smp ? &smp->n : NULL, smp ? &smp->n1 : NULL);
   } else {
     memset(out, 0, (size_t)R->V * 4);
     if (marks) memset(marks, 0, (size_t)((R->V + 31) / 32) * 4);
@@ -1081,7 +1071,8 @@ MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int 
     float *xs = w->sv;
     double step = (double)R->V / S0, zs;
     int32_t i;
-    for (i = 0; i < S0; i++) xs[i] = ms__eff(R, (int32_t)(i * step));
+    if (!R->enable && !R->sparse && R->n_touched == 0) for (i = 0; i < S0; i++) xs[i] = R->x[(int32_t)(i * step)];
+    else for (i = 0; i < S0; i++) xs[i] = ms__eff(R, (int32_t)(i * step));
     zs = R->K->exp_sum(xs, S0, NULL, m, s, NULL, NULL) * step;
     hcut = ms__typ_heavy_cut(zs > 1.0 ? zs : 1.0); /* the top weight is 1 */
     heavy = (uint16_t *)w->kb;

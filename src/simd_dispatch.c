@@ -158,9 +158,11 @@ typedef struct ms__kernels {
   /* exp_sum writing the weights, plus the sum of e * (x - m) * s; with
      marks, the lanes whose weight is >= cut marked (as zones) and one lane
      in 16 sampled: its (x - m) * s into sy and weight into se, *n_sample
-     of them ((n + 15) / 16 room each) */
+     of them ((n + 15) / 16 room each); and the last of each 16 of those
+     again into sy1 / se1 (*n_sample1; (n + 255) / 256 room each) */
   double (*exp_sum_y)(const float *x, int32_t n, const uint32_t *enable, float m, float s, float *out, double *ysum,
-                      float cut, uint16_t *marks, float *sy, float *se, int32_t *n_sample);
+                      float cut, uint16_t *marks, float *sy, float *se, float *sy1, float *se1, int32_t *n_sample,
+                      int32_t *n_sample1);
   /* the positions marked (as zones) over a row of n, ascending, into out,
      src's values there into vals, their sum into *sum; nz: scratch for
      (n + 31) / 32 entries */
