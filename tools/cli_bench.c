@@ -113,12 +113,16 @@ static int cat_apply(ms_params *p, int which) {
    repeated row would be: a sampler whose cost depends on the row (typical's
    estimated bracket varies several-fold between rows of one sigma) is
    timed over many rows rather than on one row's luck, and branch
-   predictors cannot learn a row that repeats. Returns the first failing
-   result. */
+   predictors cannot learn a row that repeats. With base, the softmax
+   floor is timed between the two calls on the same (warm) row, its median
+   into *us_floor: the ratio of the extra cost to the floor then compares
+   times taken in the same machine state (a floor timed once before, on a
+   machine whose speed drifts by a third over seconds, moved it by 0.1).
+   Returns the first failing result. t: room for 3 reps. */
 #define CAT_ROWS 16
 static ms_result cat_time(ms_sampler *s, const float *x, int32_t V, const ms_params *base, const ms_params *var,
-                          ms_seq *seq, int reps, double *t, double *us_base, double *us_var, double *sink) {
-  double *t2 = t + reps;
+                          ms_seq *seq, int reps, double *t, double *us_base, double *us_var, double *us_floor, double *sink) {
+  double *t2 = t + reps, *t3 = t + 2 * reps;
   ms_output out;
   ms_result rc;
   int i;
@@ -136,13 +140,17 @@ static ms_result cat_time(ms_sampler *s, const float *x, int32_t V, const ms_par
       t[i] = now_us() - t0;
       *sink += out.token;
     }
-    *sink += ms_floor_pass(s, row, V, 0);
+    if (base) {
+      t0 = now_us();
+      *sink += ms_floor_pass(s, row, V, 1);
+      t3[i] = now_us() - t0;
+    } else *sink += ms_floor_pass(s, row, V, 0);
     t0 = now_us();
     if ((rc = ms_sample(s, row, V, var, seq, &out)) != MS_OK) return rc;
     t2[i] = now_us() - t0;
     *sink += out.token;
   }
-  if (base) *us_base = median(t, reps);
+  if (base) { *us_base = median(t, reps); *us_floor = median(t3, reps); }
   *us_var = median(t2, reps);
   return MS_OK;
 }
@@ -165,7 +173,11 @@ static void usage(FILE *f) {
     "  hf: typical_0.9, epsilon_3e-4, eta_3e-4), timed interleaved with its base over the 1024-token\n"
     "  history, each call on the next of 16 rows of the sigma (read once untimed\n"
     "  first, so it is in cache). Extra keys: base sampler profile base_us extra_x_floor_softmax\n"
-    "  (the sampler's cost over its base in floor_softmax units; target <= 1).\n"
+    "  (the sampler's cost over its base in floor_softmax units; target <= 1; on\n"
+    "  these rows floor_softmax_us is timed between the base and the sampler, on\n"
+    "  the same rows, so that the ratio survives a machine whose speed drifts),\n"
+    "  floor_softmax_alone_us extra_x_floor_softmax_alone (the same against the\n"
+    "  floor timed alone, before, on one repeated row).\n"
     "  --config catalogue runs them alone; --config BASE one base and its samplers.\n");
 }
 
@@ -200,7 +212,7 @@ int ms_cli_bench(int argc, char **argv) {
     int32_t V = vocabs[vi];
     float *x = (float *)malloc(sizeof(float) * (size_t)V * 64);
     float *probs = (float *)malloc(sizeof(float) * (size_t)V);
-    double *t = (double *)malloc(sizeof(double) * (size_t)(2 * reps + 64));
+    double *t = (double *)malloc(sizeof(double) * (size_t)(3 * reps + 64));
     ms_seq *seq = NULL;
     int32_t hist[1024];
     if (!x || !probs || !t) { fprintf(stderr, "mysample bench: out of memory\n"); return 1; }
@@ -315,7 +327,7 @@ int ms_cli_bench(int argc, char **argv) {
         const cat_base *cb = &CAT_BASES[ci];
         ms_params pb = ms_params_profile_default(cb->profile);
         int w, want_all = !only || !strcmp(only, "catalogue") || !strcmp(only, cb->name);
-        double base_us = 0, us = 0;
+        double base_us = 0, us = 0, f_us = fsm;
         ms_result res;
         char name[96];
         if (cb->top_k >= 0) pb.top_k = cb->top_k;
@@ -328,8 +340,8 @@ int ms_cli_bench(int argc, char **argv) {
           if (!want_all && strcmp(only, name)) continue;
           ms_seq_reset(seq, hist, 512, V, &pv, 0);
           for (i = 512; i < 1024; i++) ms_seq_accept(seq, hist[i]);
-          res = cat_time(s, x, V, w < 0 ? NULL : &pb, &pv, seq, reps, t, &base_us, &us, &sink);
-          if (w < 0) base_us = us;
+          res = cat_time(s, x, V, w < 0 ? NULL : &pb, &pv, seq, reps, t, &base_us, &us, &f_us, &sink);
+          if (w < 0) { base_us = us; f_us = fsm; }
           if (res != MS_OK) {
             if (json)
               printf("{\"group\": \"catalogue\", \"config\": \"%s\", \"base\": \"%s\", \"sampler\": \"%s\", \"profile\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": 1, \"error\": \"%s\"}\n",
@@ -340,14 +352,14 @@ int ms_cli_bench(int argc, char **argv) {
             continue;
           }
           if (json)
-            printf("{\"group\": \"catalogue\", \"config\": \"%s\", \"base\": \"%s\", \"sampler\": \"%s\", \"profile\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": 1, \"us_per_row\": %.2f, \"base_us\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"x_floor_max\": %.2f, \"x_floor_softmax\": %.2f, \"extra_x_floor_softmax\": %.3f, \"simd\": \"%s\"}\n",
+            printf("{\"group\": \"catalogue\", \"config\": \"%s\", \"base\": \"%s\", \"sampler\": \"%s\", \"profile\": \"%s\", \"vocab\": %d, \"sigma\": %g, \"threads\": 1, \"us_per_row\": %.2f, \"base_us\": %.2f, \"floor_max_us\": %.2f, \"floor_softmax_us\": %.2f, \"x_floor_max\": %.2f, \"x_floor_softmax\": %.2f, \"extra_x_floor_softmax\": %.3f, \"floor_softmax_alone_us\": %.2f, \"extra_x_floor_softmax_alone\": %.3f, \"simd\": \"%s\"}\n",
                    name, cb->name, w < 0 ? "none" : CAT_SAMPLERS[w], ms_profile_name(pv.profile), (int)V, (double)sigmas[si],
-                   us, base_us, fmax, fsm, us / fmax, us / fsm, (us - base_us) / fsm, ms_sampler_simd(s));
+                   us, base_us, fmax, f_us, us / fmax, us / f_us, (us - base_us) / f_us, fsm, (us - base_us) / fsm, ms_sampler_simd(s));
           else if (w < 0)
             printf("%-30s V=%-6d sigma=%g  %8.2f us/row  %5.2fx floor_softmax\n", name, (int)V, (double)sigmas[si], us, us / fsm);
           else
             printf("%-30s V=%-6d sigma=%g  %8.2f us/row  %5.2fx floor_softmax  %+6.2fx floor_softmax over %s (%.2f us)\n",
-                   name, (int)V, (double)sigmas[si], us, us / fsm, (us - base_us) / fsm, cb->name, base_us);
+                   name, (int)V, (double)sigmas[si], us, us / f_us, (us - base_us) / f_us, cb->name, base_us);
           fflush(stdout);
         }
       }
