@@ -171,7 +171,7 @@ typedef struct ms__kernels {
   /* typical's estimate: sums of w and w^2 over the samples with
      0 < w < wmax, and over those with |y - yc| < lo; the indices of those
      within [lo, hi) listed (room for n + 16), sums[4]: their largest
-     |y - yc|; returns how many */
+     |y - yc| (hi = inf only; else 0); returns how many */
   int32_t (*typ_window)(const float *y, const float *w, int32_t n, float yc, float wmax, float lo, float hi,
                         double sums[5], int32_t *ids);
 } ms__kernels;

@@ -19,6 +19,7 @@
 #define MSV_MUL(a, b) vmulq_f32(a, b)
 #define MSV_FMA(a, b, c) vfmaq_f32(c, a, b)
 #define MSV_MAX(a, b) vmaxq_f32(a, b)
+#define MSV_ABS(a) vabsq_f32(a)
 #define MSV_MIN(a, b) vminq_f32(a, b)
 #define MSV_GE(a, b) vcgeq_f32(a, b)
 #define MSV_GT(a, b) vcgtq_f32(a, b)

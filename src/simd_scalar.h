@@ -17,6 +17,7 @@ typedef int msv_m_scalar;
 #define MSV_MUL(a, b) ((a) * (b))
 #define MSV_FMA(a, b, c) ((a) * (b) + (c))
 #define MSV_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MSV_ABS(a) ((a) < 0.0f ? -(a) : (a))
 #define MSV_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MSV_GE(a, b) ((a) >= (b))
 #define MSV_GT(a, b) ((a) > (b))

@@ -12,6 +12,7 @@
 #undef MSV_MUL
 #undef MSV_FMA
 #undef MSV_MAX
+#undef MSV_ABS
 #undef MSV_MIN
 #undef MSV_GE
 #undef MSV_GT
