@@ -487,9 +487,6 @@ MS__PRIVATE double ms__row_wdot(ms__row *R, const float *e, float t, float m, fl
    the sample come from one exp pass (ms__row_exp_sum_y). */
 #define MS__TYP_PAD 1e-5f  /* zones are widened by this (relative), far above float error */
 #define MS__TYP_HEAVY 16384 /* at most this many heavy weights (e >= z / 16384) */
-#ifndef MS__TYP_HDIV
-#define MS__TYP_HDIV 16384.0
-#endif
 
 typedef struct ms__typ_zone {
   float *v; int32_t *id; int32_t n; /* weights and their ids */
@@ -519,7 +516,7 @@ MS__PRIVATE void ms__typ_bounds(float ec, double rl, double rh, float *alo, floa
    thousands of tokens, so never below 1/64 of the top weight unless
    z / 2048 is. */
 MS__PRIVATE float ms__typ_heavy_cut(double z) {
-  double hc = z / MS__TYP_HDIV, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
+  double hc = z / 16384.0, hc2 = z / 2048.0 < 1.0 / 64.0 ? z / 2048.0 : 1.0 / 64.0;
   return (float)(hc > hc2 ? hc : hc2);
 }
 
@@ -635,8 +632,9 @@ MS__PRIVATE void ms__typ_estimate(ms__row *R, const float *e, float m, float s, 
   *heavy_n = complete ? nh : -1;
   *heavy_at = hcut;
   /* keys: the scaled logit (as the weight was computed from it: no log)
-     less the centre, signed: below (A) or above (B) it; the sample's
-     first, after the heavy ones' place */
+     less the centre, signed: below (A) or above (B) it. The sample's go
+     to key[nh..n) first; the heavy ones' to key[0..nh) below, binned as
+     they are computed */
   n = nh;
   if (smp && smp->n1 > 0) {
     /* the exp pass's one-in-256 sample, in cache (the one-in-16 refines the
