@@ -58,25 +58,34 @@ check bad_device '[ $? = 2 ] && grep -q "invalid value for --device" $tmp/err'
 MYSAMPLE_CUDA_DRIVER_PATH=/nonexistent $bin probs --logits $tmp/l.bin --vocab 300 --device cuda --top-p 0 > /dev/null 2> $tmp/err
 check validation_before_device '[ $? = 2 ] && grep -q "top_p must be in" $tmp/err'
 
-# ---- the emulator -----------------------------------------------------------
-emu=build/cuda_emu/libcuda_emu.so
-cxx=${CXX:-g++}
-if ! command -v "$cxx" > /dev/null; then
-  skip "emulator (no C++ compiler: $cxx)"; exit 0
+# ---- the emulator (or, with MYSAMPLE_CUDA_CLI_GPU=1, the real GPU) ----------
+# On a GPU machine `MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh` runs
+# the same CPU-vs-device comparisons on the real driver; the checks that
+# only the emulator can pass (its name in the bench output) are left out.
+gpu=${MYSAMPLE_CUDA_CLI_GPU:-0}
+pfx=emu_; [ "$gpu" = 1 ] && pfx=gpu_
+if [ "$gpu" = 1 ]; then
+  export MYSAMPLE_CUDA_CACHE=$tmp/kernel-cache
+else
+  emu=build/cuda_emu/libcuda_emu.so
+  cxx=${CXX:-g++}
+  if ! command -v "$cxx" > /dev/null; then
+    skip "emulator (no C++ compiler: $cxx)"; exit 0
+  fi
+  mkdir -p build/cuda_emu
+  if ! make -s $emu > $tmp/emu-build.log 2>&1; then
+    cat $tmp/emu-build.log; fail "emulator_build"; exit 1
+  fi
+  export MYSAMPLE_CUDA_DRIVER_PATH=$emu
+  export MYSAMPLE_CUDA_CACHE=build/cuda_emu/kernel-cache   # shared with tests/cuda_emu.test.sh
 fi
-mkdir -p build/cuda_emu
-if ! make -s $emu > $tmp/emu-build.log 2>&1; then
-  cat $tmp/emu-build.log; fail "emulator_build"; exit 1
-fi
-export MYSAMPLE_CUDA_DRIVER_PATH=$emu
-export MYSAMPLE_CUDA_CACHE=build/cuda_emu/kernel-cache   # shared with tests/cuda_emu.test.sh
 : > $tmp/emu.err
 $bin probs --logits $tmp/l.bin --vocab 300 --device cuda > $tmp/first.out 2> $tmp/first.err
 rc=$?
 if [ $rc = 3 ] && grep -qi nvrtc $tmp/first.err; then
   skip "emulator (NVRTC could not be loaded: $(head -c 160 $tmp/first.err))"; exit 0
 fi
-check emu_first_call '[ $rc = 0 ] && [ -s $tmp/first.out ]'
+check ${pfx}first_call '[ $rc = 0 ] && [ -s $tmp/first.out ]'
 
 # each parameter set on both devices; sample and logprobs add their flags
 sets=(
@@ -125,17 +134,17 @@ same() { # name, kind, args...: the command on both devices, outputs compared
 for i in "${!sets[@]}"; do
   # shellcheck disable=SC2086
   set -- ${sets[$i]}
-  same "emu_probs_set$i" probs $bin probs --logits $tmp/l.bin --vocab 300 "$@"
+  same "${pfx}probs_set$i" probs $bin probs --logits $tmp/l.bin --vocab 300 "$@"
   acc=""
   case "${sets[$i]}" in *penalty*) acc="--accept";; esac
-  same "emu_sample_set$i${acc:+_accept}" sample $bin sample --logits $tmp/l.bin --vocab 300 --seed 11 --draws 12 $acc "$@"
+  same "${pfx}sample_set$i${acc:+_accept}" sample $bin sample --logits $tmp/l.bin --vocab 300 --seed 11 --draws 12 $acc "$@"
   mode=raw; [ $((i % 2)) = 1 ] && mode=processed
-  same "emu_logprobs_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode "$@"
+  same "${pfx}logprobs_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode "$@"
 done
 # a row long enough for the multi-block first pass (ms_k_stats), unseeded:
 # the seed the CPU sequence picks is the one the GPU draws with
-same emu_probs_split probs $bin probs --logits $tmp/big.bin --vocab 9000 --temperature 0.8 --top-p 0.95 --min-p 0.01
-same emu_sample_split sample $bin sample --logits $tmp/big.bin --vocab 9000 --top-k 50 --top-p 0.95 --draws 6 --seed 3
+same ${pfx}probs_split probs $bin probs --logits $tmp/big.bin --vocab 9000 --temperature 0.8 --top-p 0.95 --min-p 0.01
+same ${pfx}sample_split sample $bin sample --logits $tmp/big.bin --vocab 9000 --top-k 50 --top-p 0.95 --draws 6 --seed 3
 
 # what the GPU path refuses: its message, status 2, nothing on stdout
 refused() { # name, what the message names, args...
@@ -143,9 +152,9 @@ refused() { # name, what the message names, args...
   $bin "$@" --device cuda > $tmp/r.out 2> $tmp/r.err; local rc=$?
   if [ $rc = 2 ] && [ ! -s $tmp/r.out ] && grep -q "GPU path does not implement" $tmp/r.err && grep -q -- "$want" $tmp/r.err \
      && grep -q MS_ERR_UNSUPPORTED $tmp/r.err; then
-    pass "emu_refuses_$name"
+    pass "${pfx}refuses_$name"
   else
-    fail "emu_refuses_$name (rc $rc: $(head -c 200 $tmp/r.err))"
+    fail "${pfx}refuses_$name (rc $rc: $(head -c 200 $tmp/r.err))"
   fi
 }
 refused sglang "sglang profile" probs --logits $tmp/l.bin --vocab 300 --profile sglang
@@ -163,14 +172,15 @@ done
 $bin bench --device cuda --batch 1,2 --vocab 3000 --reps 2 --inner 2 --copy-mb 1 --working-set-mb 0 --json \
   > $tmp/bench.jsonl 2>> $tmp/emu.err
 rc=$?
-python3 - $tmp/bench.jsonl > $tmp/bench.log 2>&1 <<'PY'
+python3 - $tmp/bench.jsonl $gpu > $tmp/bench.log 2>&1 <<'PY'
 import json, sys
+emu = sys.argv[2] != "1"
 L = [json.loads(l) for l in open(sys.argv[1])]
 g = {}
 for l in L: g.setdefault(l["group"], []).append(l)
 assert set(g) == {"cuda_device", "cuda_create", "cuda_floor", "cuda"}, set(g)
 d = g["cuda_device"][0]
-assert d["emulator"] is True and "emulator" in d["device"] and d["target"].startswith("sm_"), d
+assert d["emulator"] is emu and ("emulator" in d["device"]) == emu and d["target"].startswith("sm_"), d
 c = g["cuda_create"][0]
 for k in ("create_first_ms", "create_warm_ms", "first_source", "compile_ms", "disk_load_ms"): assert k in c, k
 assert c["create_first_ms"] > 0 and c["create_warm_ms"] > 0
@@ -182,11 +192,12 @@ keys = {"impl", "config", "batch", "vocab", "sigma", "us_per_batch", "us_per_row
         "copy_gbps", "device", "target", "emulator", "reps", "inner", "working_set_mb"}
 for l in g["cuda"]:
     assert keys <= set(l), keys - set(l)
-    assert l["impl"] == "mysample" and l["us_per_batch"] > 0 and l["floor_us"] > 0 and l["emulator"] is True
+    assert l["impl"] == "mysample" and l["us_per_batch"] > 0 and l["floor_us"] > 0 and l["emulator"] is emu
     assert abs(l["x_floor"] - l["us_per_batch"] / l["floor_us"]) < 1e-2 * l["x_floor"]
 print("ok")
 PY
-check emu_bench_json '[ $rc = 0 ] && grep -q "^ok$" $tmp/bench.log || { cat $tmp/bench.log; false; }'
+check ${pfx}bench_json '[ $rc = 0 ] && grep -q "^ok$" $tmp/bench.log || { cat $tmp/bench.log; false; }'
+[ "$gpu" = 1 ] && { echo "(the real GPU: the emulator-only table and text checks are left out)"; exit 0; }
 python3 tools/gpu_bench.py table --raw $tmp/bench.jsonl > $tmp/table.md 2> $tmp/table.err
 check emu_bench_table '[ $? = 0 ] && grep -q "CPU EMULATOR" $tmp/table.md && [ $(grep -c "^| 3000 |" $tmp/table.md) = 8 ] && grep -q "^- GPU model: mysample CPU emulator" $tmp/table.md'
 $bin bench --device cuda --batch 1 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 --working-set-mb 0 \

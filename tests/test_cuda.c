@@ -522,6 +522,72 @@ static void test_gpu_sequences_match_cpu(void) {
   ms_seq_destroy(s);
 }
 
+/* A batch of greedy rows without logprobs ends in ms_k_stats (its last
+   block per split row writes the token and accepts it; ms_k_row is not
+   launched): tokens, statuses and the device sequence follow the CPU's,
+   with NaN, all -inf and refused rows among them. */
+static void test_gpu_greedy_batch_ends_in_stats(void) {
+  enum { R = 5, V = 9000 };
+  static float x[R * V];
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t slots[R] = { -1, 1, -1, -1, -1 }, prompt[3] = { 7, 8, 9 }, tok[R];
+  ms_cuda_out out[R];
+  ms_cuda_batch b;
+  ms_seq *s = NULL;
+  void *dl = NULL, *dt = NULL, *dout = NULL, *dprompt = NULL;
+  int r, j, step, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = R; d.max_vocab = V; d.max_slots = 2; d.split = 7;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK &&
+        ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK && ms_cuda_malloc(cu, &dprompt, sizeof prompt) == MS_OK);
+  for (r = 0; r < R; r++) { ps[r] = ms_params_default(); ps[r].temperature = 0.0f; pp[r] = &ps[r]; }
+  ps[1].repetition_penalty = 1.5f; ps[1].frequency_penalty = 0.5f; ps[1].min_tokens = 3; ps[1].eos_token_id = 2;
+  ps[4].top_p = 0.0f;   /* refused by the validation */
+  CHECK(ms_seq_create(&s, 64) == MS_OK);
+  if (!s) return;
+  CHECK(ms_seq_reset(s, prompt, 3, V, &ps[1], 0) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dprompt, prompt, sizeof prompt) == MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, dprompt, 3), MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
+  b.tokens = dt; b.out = dout;
+  for (step = 0; step < 8; step++) {
+    for (r = 0; r < R; r++) t_fill(x + (size_t)r * V, V, 1.0f);
+    x[1 * V + 2] = 9.0f;                                      /* EOS: held back by min_tokens */
+    x[1 * V + 8] = 5.0f; x[1 * V + 100 + step] = 4.8f;        /* a prompt token, penalised */
+    for (j = 0; j < V; j++) x[2 * V + j] = -INFINITY;
+    x[3 * V + V - 1] = (float)NAN;
+    x[0 * V + 4321] = 7.0f; x[0 * V + 4322] = 7.0f;           /* a tie: the lower id */
+    CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+    /* the call reports the refused row's code; the other rows are sampled */
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_INVALID_PARAM);
+    CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      memset(&o, 0, sizeof o);
+      crc = ms_sample(t_cpu, x + (size_t)r * V, V, &ps[r], r == 1 ? s : NULL, &o);
+      if (crc != MS_OK) o.token = -1;
+      if (out[r].status != (int32_t)crc || tok[r] != o.token || out[r].token != o.token ||
+          out[r].greedy != (crc == MS_OK) || (crc == MS_OK && out[r].logprob != 0.0f)) {
+        if (++bad <= 5) printf("  step %d row %d: status %d / cpu %d, token %d / %d, greedy %d\n", step, r,
+                               out[r].status, (int)crc, tok[r], o.token, out[r].greedy);
+      }
+      if (r == 1 && crc == MS_OK) CHECK(ms_seq_accept(s, o.token) == MS_OK);
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  ms_seq_destroy(s);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dprompt);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- randomized rows with every feature the kernels implement ------------- */
 /* Per row: a profile, temperature (greedy included), top-k / top-p / min-p,
    allowed ids, banned ids, a grammar bitmask, a logit bias (duplicates,
@@ -1227,6 +1293,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_batch_invariance);
   RUN_GPU(test_gpu_logprobs_match_cpu);
   RUN_GPU(test_gpu_sequences_match_cpu);
+  RUN_GPU(test_gpu_greedy_batch_ends_in_stats);
   RUN_GPU(test_gpu_features_match_cpu);
   RUN_GPU(test_gpu_splits_and_vocab_edges);
   RUN_GPU(test_gpu_bitmask_small_vocab);

@@ -406,7 +406,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         floor_us = copy_gbps > 0 ? 4.0 * (double)B * (double)V / (copy_gbps * 1e3) : 0.0;
         if (json) {
           printf("{\"group\": \"cuda\", \"impl\": \"mysample\", \"config\": \"%s\", \"batch\": %d, \"vocab\": %d, \"sigma\": %g, "
-                 "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"floor_us\": %.3f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
+                 "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"floor_us\": %.6f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
                  g->name, (int)B, (int)V, (double)sigma, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
           printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f}\n",

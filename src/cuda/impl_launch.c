@@ -24,10 +24,12 @@
 #define MS__CUDA_P_CAND 3
 #define MS__CUDA_P_MASS 4
 #define MS__CUDA_P_SUMS 7
+#define MS__CUDA_P_FINISH 8  /* ms_k_stats writes the greedy rows' results */
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
 #define MS__CUDA_N_MASK 1
+#define MS__CUDA_N_ROW 2     /* some row needs ms_k_row (a draw or logprobs) */
 #define MS__CUDA_N_TOPK 4
 #define MS__CUDA_N_TOPP 8
 #define MS__CUDA_N_SUMS 16
@@ -431,6 +433,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
+    if (!(flags & MS__CUDA_F_GREEDY) || R->logprobs >= 0) *needs |= MS__CUDA_N_ROW;
     R->flags = flags;
   }
   return used * 4;
@@ -472,7 +475,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
      blocks (chunks of whole draw tiles, see tile_e in kernels.cu) */
   if (cu->split > 0) G = cu->split;
   else if (cu->split == 0) {
-    G = (2 * cu->sm_count + b->n_rows - 1) / b->n_rows;
+    G = (8 * cu->sm_count + b->n_rows - 1) / b->n_rows;   /* 8 blocks of 256 threads per SM: full occupancy */
     if (G > b->vocab / 4096) G = b->vocab / 4096;
   }
   if (G > MS__CUDA_MAX_PARTS) G = MS__CUDA_MAX_PARTS;
@@ -509,7 +512,12 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   if (G > 0) {
     /* split rows: the statistics, then each full-row pass some row needs,
        in the pipeline's order (A is copied at every launch) */
+    /* a batch of greedy rows without logprobs or probabilities ends in
+       ms_k_stats: its last block per row writes the token (one launch
+       fewer) */
+    if (!(needs & MS__CUDA_N_ROW) && !probs) A.pass = MS__CUDA_P_FINISH;
     if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    if (A.pass == MS__CUDA_P_FINISH) goto copy;
     for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
       int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
                : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
@@ -519,6 +527,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     }
   }
   if ((rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
+copy:
   if (b->host_tokens && b->tokens &&
       d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {
     rc = MS_ERR_DEVICE;

@@ -12,6 +12,26 @@ static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
    it (NVRTC's worker threads) the ASan test binary began exiting non-zero
    on CI with no report; one thread per compile is the safe default. */
 
+/* $MYSAMPLE_CUDA_NVRTC_OPTIONS: up to 6 more NVRTC options, split at
+   spaces (e.g. "--Ofast-compile=min" to trade run time for a faster cold
+   compile). They join the cache key like the fixed ones. Caller holds
+   ms__cu_compile_mu (the split copy is static). Returns how many. */
+static int ms__cu_extra_opts(const char **opts, int room) {
+  static char buf[256];
+  const char *e = ms__cu_getenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
+  char *p;
+  int n = 0;
+  if (!e || !*e) return 0;
+  snprintf(buf, sizeof buf, "%s", e);
+  for (p = buf; *p && n < room && n < 6;) {
+    while (*p == ' ') *p++ = 0;
+    if (!*p) break;
+    opts[n++] = p;
+    while (*p && *p != ' ') p++;
+  }
+  return n;
+}
+
 /* A compiled binary held for the life of the process. */
 typedef struct ms__cu_bin {
   struct ms__cu_bin *next;
@@ -186,7 +206,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   const ms__cu_global *g = &ms__cu_g;
   const ms__cu_nvrtc *r = &g->rtc;
   char target[24], key[256], dir[400], file[480], archopt[40];
-  const char *opts[8];
+  const char *opts[12];
   const char *src;
   int is_ptx = 0, n_opts = 0, i, disk;
   unsigned long long opt_hash = MS__CU_FNV0;
@@ -207,6 +227,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   snprintf(archopt, sizeof archopt, "-arch=%s", target);
   opts[n_opts++] = archopt;
   for (i = 0; ms__cu_opts[i]; i++) opts[n_opts++] = ms__cu_opts[i];
+  n_opts += ms__cu_extra_opts(opts + n_opts, (int)(sizeof opts / sizeof opts[0]) - n_opts);
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
   snprintf(key, sizeof key, "v%s-nvrtc%d.%d-%s-src%016llx-opt%016llx", MYSAMPLE_VERSION_STRING,
            g->rtc_major, g->rtc_minor, target, ms__cu_source_hash, opt_hash);

@@ -84,6 +84,9 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_CAND  3   /* top_k's candidates, when the first radix pass found few */
 #define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
 #define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
+#define P_FINISH 8  /* ms_k_stats only: the batch is greedy rows without
+                       logprobs, so the last block of each row writes its
+                       result and ms_k_row is not launched */
 
 /* The selection state of a split row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -104,7 +107,7 @@ struct Sel {
   u32 cedge;
   u32 ncand;              /* ... gathered by P_CAND into ck / cid */
   double target;          /* what is left to select below prefix */
-  double hist[MS_BINS];   /* the current pass's histogram, zero between passes */
+  u64 hist[MS_BINS];      /* the current pass's histogram (counts, or masses in 2^-44: fx_add), zero between passes */
   double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
   u32 ck[MS_CAND];        /* candidates' keys and ids, in no order */
   i32 cid[MS_CAND];
@@ -177,6 +180,45 @@ __device__ __forceinline__ float wgt(float l, float M, float S) {
 template <class T> __device__ __forceinline__ T warp_sum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
+}
+
+/* Four floats read as one 16-byte load. */
+struct alignas(16) F4 { float x, y, z, w; };
+
+/* Calls f(i, p[i]) for every i in [beg, end), split over the block's
+   threads: the body of every full-row pass. The aligned middle is read
+   with 16-byte loads, U of them issued before any is used, so each thread
+   keeps U * 16 bytes in flight (a one-element stride loop keeps 4 and
+   leaves the memory system idle); the unaligned head and the tail (under
+   4 elements each) are read one by one. Which thread sees which element,
+   and in which order, is unspecified: callers combine order-free
+   (max, counts, integer sums) or key their results by id. */
+template <int U, class F>
+__device__ __forceinline__ void row_for(const float *p, i32 beg, i32 end, F &&f) {
+  const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
+  if (beg >= end) return;
+  const i32 mis = (i32)(((unsigned long long)(p + beg) >> 2) & 3u);
+  const i32 head = mis ? min(end - beg, 4 - mis) : 0;
+  const i32 a = beg + head;
+  const i32 n4 = (end - a) >> 2;
+  const i32 rest = end - a - 4 * n4;   /* the tail, after the aligned middle */
+  const F4 *q = (const F4 *)(p + a);
+  for (i32 j = tid; j < n4; j += U * nt) {
+    F4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) if (j + u * nt < n4) v[u] = q[j + u * nt];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt < n4) {
+        const i32 i = a + 4 * (j + u * nt);
+        f(i, v[u].x); f(i + 1, v[u].y); f(i + 2, v[u].z); f(i + 3, v[u].w);
+      }
+    }
+  }
+  if (tid < head + rest) {
+    const i32 i = tid < head ? beg + tid : a + 4 * n4 + (tid - head);
+    f(i, p[i]);
+  }
 }
 
 /* Block reductions: every thread of the block must call them. */
@@ -320,7 +362,7 @@ __device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
    -inf, logit_bias is added (clamped on the host), then repetition
    (prompt and output, once: l > 0 ? l / r : l * r), frequency
    (l -= f * count) and presence (l -= p when count > 0). */
-__device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 i, float x) {
+__device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 i, float x) {
   const u64 wbase = (u64)r * (u64)A.words + (u64)(i >> 5);
   if (R.flags & F_MASK) {
     u32 w = ((const u32 *)A.allow_bits)[wbase];
@@ -354,20 +396,31 @@ __device__ __forceinline__ float pointwise(const Args &A, const Row &R, i32 r, i
 __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
-  const int pw = R.flags & (F_MASK | F_BIAS | F_PEN);
+  const i32 flags = R.flags;   /* a register: the work-row stores could alias R */
+  const int pw = flags & (F_MASK | F_BIAS | F_PEN);
+  const int lse = flags & F_RAW_LSE, store = flags & F_WORK;
   float m = ms_neg_inf(), mr = ms_neg_inf(), sr = 0.0f;
   i32 am = 0x7fffffff, fl = 0;
-  for (i32 i = beg + (i32)threadIdx.x; i < end; i += (i32)blockDim.x) {
-    float x = raw[i];
-    if (x != x) fl |= 1;
-    else if (x == ms_pos_inf()) fl |= 2;
-    if ((R.flags & F_RAW_LSE) && x == x && x < ms_pos_inf()) {
-      if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
-      else sr = __fadd_rn(sr, ms_expf_dev(__fsub_rn(x, mr)));
-    }
-    float l = pw ? pointwise(A, R, r, i, x) : x;
-    if (R.flags & F_WORK) work[i] = l;
-    if (l > m) { m = l; am = i; }
+  /* the lowest id of the max: a thread's ids need not rise (row_for) */
+  if (!pw && !lse && !store) {
+    row_for<4>(raw, beg, end, [&](i32 i, float x) {
+      if (!(x <= ms_pos_inf())) fl |= 1;   /* NaN */
+      else if (x == ms_pos_inf()) fl |= 2;
+      if (x > m || (x == m && i < am)) { m = x; am = i; }
+    });
+  } else {
+    /* masks, bias, penalties (a call per element) or the raw log-sum-exp */
+    row_for<1>(raw, beg, end, [&](i32 i, float x) {
+      if (x != x) fl |= 1;
+      else if (x == ms_pos_inf()) fl |= 2;
+      if (lse && x == x && x < ms_pos_inf()) {
+        if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
+        else sr = __fadd_rn(sr, ms_expf_dev(__fsub_rn(x, mr)));
+      }
+      const float l = pw ? pointwise(A, R, r, i, x) : x;
+      if (store) work[i] = l;
+      if (l > m || (l == m && i < am)) { m = l; am = i; }
+    });
   }
   Part p;
   p.m = bmax_f(m);
@@ -440,26 +493,59 @@ __device__ u32 minp_key(float M, float S, float min_p) {
   return lo;
 }
 
-/* The kept weight of tile t, summed by one warp (every lane gets the same
-   value); counts the lane's kept elements and its last kept id of
-   positive weight. */
-__device__ __forceinline__ double tile_sum(const float *src, i32 V, i32 t, i32 E, u32 theta, float M, float S,
-                                           i32 lane, u32 *cnt, i32 *last) {
-  double s = 0.0;
-  for (i32 j = 0; j < E; j++) {
-    i32 i = t * 32 * E + j * 32 + lane;
-    if (i < V) {
-      float l = src[i];
-      if (fkey(l) >= theta) {
-        float w = wgt(l, M, S);
-        s += (double)w;
-        (*cnt)++;
-        if (w > 0.0f) *last = max(*last, i);
+/* The kept weight of each tile t in [t_beg, t_end), summed by one warp:
+   lane by lane over the tile's 32-id columns in order, then across the
+   warp, so a tile's sum does not depend on which kernel computes it.
+   put(t, sum) runs in lane 0. Each warp takes four tiles at a time (four
+   loads in flight per lane). Counts the lane's kept elements and its last
+   kept id of positive weight. */
+template <class P>
+__device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, float M,
+                                          float S, P &&put, u32 *cnt, i32 *last) {
+  const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5;
+  for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += 4 * nw) {
+    double s[4] = { 0.0, 0.0, 0.0, 0.0 };
+    for (i32 j = 0; j < E; j++) {
+      float l[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const i32 t = t0 + u * nw, i = t * 32 * E + j * 32 + lane;
+        l[u] = (t < t_end && i < V) ? src[i] : ms_neg_inf();
+      }
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const i32 i = (t0 + u * nw) * 32 * E + j * 32 + lane;
+        if (l[u] > ms_neg_inf() && fkey(l[u]) >= theta) {
+          const float w = wgt(l[u], M, S);
+          s[u] += (double)w;
+          (*cnt)++;
+          if (w > 0.0f) *last = max(*last, i);
+        }
       }
     }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const double v = warp_sum(s[u]);
+      if (lane == 0 && t0 + u * nw < t_end) put(t0 + u * nw, v);
+    }
   }
-  return warp_sum(s);
 }
+
+/* Mass histograms: a weight in [0, 1] as an integer count of 2^-44, held
+   per bin in two 32-bit words added with the native 32-bit atomics (a
+   double atomicAdd in shared memory is a compare-and-swap loop, and the
+   first radix pass of a smooth row sends most of a warp to a few bins).
+   Integer sums are exact in any order; weights under 2^-45 count as 0
+   (their sum over a whole row stays under 4e-9, the largest weight is 1). */
+#define MS_FX 17592186044416.0   /* 2^44 */
+__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
+  const u64 f = (u64)((double)fminf(w, 1.0f) * MS_FX + 0.5);
+  const u32 fl = (u32)f;
+  u32 up = (u32)(f >> 32);
+  if (fl) { const u32 old = atomicAdd(&lo[b], fl); up += (u32)(old + fl < old); }   /* the carry */
+  if (up) atomicAdd(&hi[b], up);
+}
+__device__ __forceinline__ u64 fx_get(const u32 *lo, const u32 *hi, i32 b) { return ((u64)hi[b] << 32) | (u64)lo[b]; }
 
 /* The thresholds of a split row from its Sel (as ms_k_row derives them
    for an unsplit row): top_k's lower bound (vLLM: min_p first; HF: none),
@@ -476,6 +562,28 @@ __device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
   if (R.top_p < 1.0f) th = max(th, Q->tp);
   if (R.flags & F_HF) th = max(th, Q->t_minp);
   return th;
+}
+
+/* The row's result (one thread): the token, its ms_cuda_out, and for an
+   accepted token the slot's counter and length. status != 0: token -1. */
+__device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 status, float lp, i32 rank, i32 n_top,
+                           int greedy, u64 pos, int accept) {
+  Out *out = A.out ? (Out *)A.out + r : (Out *)0;
+  ((i32 *)A.tokens)[r] = status ? -1 : token;
+  if (out) {
+    out->token = status ? -1 : token; out->logprob = status ? ms_neg_inf() : lp; out->rank = rank;
+    out->status = status; out->n_top = n_top; out->greedy = greedy; out->seed = R.seed; out->position = pos;
+  }
+  if (!status && accept && (R.flags & F_ACCEPT) && R.slot >= 0 && R.slot < A.n_slots) {
+    u32 *st = (u32 *)A.seq_state + (u64)R.slot * A.seq_stride;
+    st[token] += 1u;
+    ((i32 *)A.seq_len)[R.slot] += 1;
+  }
+}
+
+/* The position a row draws at: the slot's output length, or its own. */
+__device__ __forceinline__ u64 row_pos(const Args &A, const Row &R) {
+  return (R.flags & F_POS_SLOT) && R.slot >= 0 ? (u64)((const i32 *)A.seq_len)[R.slot] : R.position;
 }
 
 /* ---- kernels --------------------------------------------------------------- */
@@ -536,12 +644,20 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 /* Split rows (small batches): block (c, r) computes the statistics of
    chunk c of row r; the last block of the row to finish combines the
    n_parts partials into the row's Sel and readies it for ms_k_pass. */
-extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_stats(Args A) {
+/* (256, 6): at most 40 registers, so 6 blocks share an SM; at 64 only 4
+   did, and this memory-bound pass wants every warp it can get. */
+extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   __shared__ i32 s_last;
+  __shared__ Row sR;
   const i32 c = blockIdx.x, r = blockIdx.y;
-  const Row &R = ((const Row *)A.blob)[r];
+  if (threadIdx.x < sizeof(Row) / 4) ((i32 *)&sR)[threadIdx.x] = ((const i32 *)((const Row *)A.blob + r))[threadIdx.x];
+  __syncthreads();
+  const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
-  if (R.status != 0) return;
+  if (R.status != 0) {
+    if (A.pass == P_FINISH && c == 0 && threadIdx.x == 0) put_result(A, R, r, -1, R.status, 0.0f, 0, 0, 0, row_pos(A, R), 0);
+    return;
+  }
   i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
   if (beg > end) beg = end;
   Part p = row_stats(A, R, r, beg, end);
@@ -563,8 +679,13 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_stats(Args A) {
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
     Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
     Q->target = 0.0;
+    if (A.pass == P_FINISH) {
+      const i32 st = part_status(t);
+      put_result(A, R, r, t.am, st, 0.0f, 0, 0, !st, row_pos(A, R), 1);
+    }
   }
-  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0.0;
+  if (A.pass == P_FINISH) return;
+  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
 
 /* ---- selection ------------------------------------------------------------- */
@@ -651,10 +772,10 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
     const int sh = shifts[pass];
     for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hist[b] = 0u;
     __syncthreads();
-    for (i32 i = threadIdx.x; i < V; i += blockDim.x) {
-      u32 key = fkey(vf(i));
+    row_for<1>(vf.p, 0, V, [&](i32, float x) {
+      const u32 key = fkey(vf.raw || fkey(x) >= vf.theta ? x : ms_neg_inf());
       if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
-    }
+    });
     __syncthreads();
     if (pass == 0) {
       u32 tot = 0u;
@@ -679,7 +800,8 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
    w = exp((l - M) * S), the key of the smallest value whose strictly larger
    mass is < p * Z (Z = the total weight of those elements). */
 __device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, float M, float S, float p) {
-  __shared__ double hist[MS_BINS];
+  __shared__ union { double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } hs;
+  double *hist = hs.d;
   const int shifts[3] = {21, 10, 0};
   const int bits[3] = {11, 11, 10};
   u32 prefix = 0u, pm = 0u;
@@ -688,14 +810,22 @@ __device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, floa
   for (int pass = 0; pass < 3; pass++) {
     const i32 nb = 1 << bits[pass];
     const int sh = shifts[pass];
-    for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hist[b] = 0.0;
+    for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hs.fx.lo[b] = hs.fx.hi[b] = 0u;
     __syncthreads();
-    for (i32 i = threadIdx.x; i < V; i += blockDim.x) {
-      float l = src[i];
-      u32 key = fkey(l);
-      if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], (double)wgt(l, M, S));
+    row_for<1>(src, 0, V, [&](i32, float l) {
+      const u32 key = fkey(l);
+      if (key >= lower && (key & pm) == prefix) fx_add(hs.fx.lo, hs.fx.hi, (i32)((key >> sh) & (u32)(nb - 1)), wgt(l, M, S));
+    });
+    __syncthreads();
+    {   /* to doubles in place: every thread reads its bins, then writes them */
+      u64 v[8];   /* (ms_k_row's 1024 threads: 2 bins each) */
+      i32 n = 0;
+      for (i32 b = threadIdx.x; b < nb && n < 8; b += blockDim.x) v[n++] = fx_get(hs.fx.lo, hs.fx.hi, b);
+      __syncthreads();
+      n = 0;
+      for (i32 b = threadIdx.x; b < nb && n < 8; b += blockDim.x) hist[b] = (double)v[n++] * (1.0 / MS_FX);
+      __syncthreads();
     }
-    __syncthreads();
     if (pass == 0) {
       double tot = 0.0;
       for (i32 b = threadIdx.x; b < nb; b += blockDim.x) tot += hist[b];
@@ -722,10 +852,10 @@ __device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) hist[b] = 0u;
   __syncthreads();
   u32 mine = 0u;
-  for (i32 i = threadIdx.x; i < V; i += blockDim.x) {
-    u32 key = fkey(src[i]);
+  row_for<1>(src, 0, V, [&](i32, float x) {
+    const u32 key = fkey(x);
     if (key >= lower) { atomicAdd(&hist[key >> 21], 1u); mine++; }
-  }
+  });
   const u32 tot = bsum_u(mine);   /* (its barriers complete the histogram) */
   if (tot <= k) { *n_at = tot; return lower; }
   u32 above;
@@ -739,13 +869,13 @@ __device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k
    block's threads; *n counts them, in shared or global memory; at most
    MS_CAND are stored, which the caller's count of them guarantees). */
 __device__ void gather_cands(const float *src, i32 beg, i32 end, u32 edge, u32 *n, u32 *ck, i32 *cid) {
-  for (i32 i = beg + (i32)threadIdx.x; i < end; i += (i32)blockDim.x) {
-    u32 key = fkey(src[i]);
+  row_for<2>(src, beg, end, [&](i32 i, float x) {
+    const u32 key = fkey(x);
     if (key >= edge) {
-      u32 pos = atomicAdd(n, 1u);
+      const u32 pos = atomicAdd(n, 1u);
       if (pos < MS_CAND) { ck[pos] = key; cid[pos] = i; }
     }
-  }
+  });
 }
 
 /* Finishes the selection of a top_k row on its candidates: the n <=
@@ -832,10 +962,13 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
    next launch. P_SUMS stores the draw's tile sums of the kept set. Rows
    that a pass does not concern return at once, all their blocks alike. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
-  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; } sh;
+  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
   __shared__ i32 s_last;
+  __shared__ Row sR;
   const i32 c = blockIdx.x, r = blockIdx.y, tid = threadIdx.x;
-  const Row &R = ((const Row *)A.blob)[r];
+  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  __syncthreads();
+  const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
   const i32 pass = A.pass, V = A.vocab;
   if (R.status != 0 || Q->status != 0) return;
@@ -858,15 +991,11 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     if (Q->cand) return;   /* ms_k_row resolves it from the candidates */
     const u32 theta = greedy ? MS_KEY_NEG_INF + 1u : sel_theta(R, Q);
     const i32 E = tile_e(V), TILE = 32 * E;
-    const i32 lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
     /* beg is a multiple of TILE unless the chunk lies past the row's end */
     const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
     u32 cnt = 0u;
     i32 last = -1;
-    for (i32 t = t_beg + warp; t < t_end; t += nwarps) {
-      double s = tile_sum(src, V, t, E, theta, M, S, lane, &cnt, &last);
-      if (lane == 0) Q->tsum[t] = s;
-    }
+    tile_sums(src, V, t_beg, t_end, E, theta, M, S, [&](i32 t, double v) { Q->tsum[t] = v; }, &cnt, &last);
     cnt = bsum_u(cnt);
     last = bmax_i(last);
     if (tid == 0) {
@@ -885,21 +1014,20 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   const i32 nb = j == 2 ? 1024 : 2048;
   const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
   const u32 prefix = j > 0 ? Q->prefix : 0u, pm = j > 0 ? Q->pm : 0u;
-  for (i32 b = tid; b < nb; b += blockDim.x) { if (count) sh.u[b] = 0u; else sh.d[b] = 0.0; }
+  for (i32 b = tid; b < nb; b += blockDim.x) { if (count) sh.u[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
   __syncthreads();
-  for (i32 i = beg + tid; i < end; i += blockDim.x) {
-    float l = src[i];
-    u32 key = fkey(l);
+  row_for<4>(src, beg, end, [&](i32, float l) {
+    const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
-      i32 b = (i32)((key >> shift) & (u32)(nb - 1));
+      const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
       if (count) atomicAdd(&sh.u[b], 1u);
-      else atomicAdd(&sh.d[b], (double)wgt(l, M, S));
+      else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
     }
-  }
+  });
   __syncthreads();
   for (i32 b = tid; b < nb; b += blockDim.x) {
-    double v = count ? (double)sh.u[b] : sh.d[b];
-    if (v != 0.0) atomicAdd(&Q->hist[b], v);
+    const u64 v = count ? (u64)sh.u[b] : fx_get(sh.fx.lo, sh.fx.hi, b);
+    if (v) atomicAdd((unsigned long long *)&Q->hist[b], (unsigned long long)v);
   }
   __threadfence();   /* this block's bins before the count that announces them */
   __syncthreads();
@@ -908,8 +1036,12 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   if (!s_last) return;
 
   /* the last block: the row's histogram is complete */
-  volatile double *gh = Q->hist;
-  for (i32 b = tid; b < nb; b += blockDim.x) { sh.d[b] = gh[b]; gh[b] = 0.0; }
+  volatile u64 *gh = Q->hist;
+  for (i32 b = tid; b < nb; b += blockDim.x) {
+    const u64 v = gh[b];
+    sh.d[b] = count ? (double)v : (double)v * (1.0 / MS_FX);
+    gh[b] = 0ull;
+  }
   __syncthreads();
   double target = Q->target;
   if (j == 0) {
@@ -960,7 +1092,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
 
   const i32 r = blockIdx.x;
   const i32 V = A.vocab;
-  const i32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+  const i32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
   __syncthreads();
   const Row &R = sR;
@@ -979,15 +1111,11 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     i32 st = R.status;
     if (st == 0) st = part_status(sP);
     s_status = st;
-    s_pos = (R.flags & F_POS_SLOT) && R.slot >= 0 ? (u64)((const i32 *)A.seq_len)[R.slot] : R.position;
+    s_pos = row_pos(A, R);
   }
   __syncthreads();
   if (s_status != 0) {
-    if (tid == 0) {
-      ((i32 *)A.tokens)[r] = -1;
-      if (out) { out->token = -1; out->logprob = ms_neg_inf(); out->rank = 0; out->status = s_status;
-                 out->n_top = 0; out->greedy = 0; out->seed = R.seed; out->position = s_pos; }
-    }
+    if (tid == 0) put_result(A, R, r, -1, s_status, 0.0f, 0, 0, 0, s_pos, 0);
     float *probs = (float *)A.probs;
     if (probs) for (i32 i = tid; i < V; i += blockDim.x) probs[(u64)r * A.probs_stride + i] = 0.0f;
     return;
@@ -1067,10 +1195,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
       for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
       if (tid == 0) { cnt = Q->cnt; last = Q->last; }
     } else {
-      for (i32 t = warp; t < nt; t += nwarps) {
-        double s = tile_sum(src, V, t, E, theta, M, S, lane, &cnt, &last);
-        if (lane == 0) s_buf.t[t] = s;
-      }
+      tile_sums(src, V, 0, nt, E, theta, M, S, [&](i32 t, double v) { s_buf.t[t] = v; }, &cnt, &last);
     }
     last = bmax_i(last);
     nkept = (i32)bsum_u(cnt);
@@ -1210,20 +1335,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
 #undef MS_LP
   }
 
-  if (tid == 0) {
-    const int ok = token >= 0;
-    ((i32 *)A.tokens)[r] = token;
-    if (out) {
-      out->token = token; out->logprob = ok ? lp_tok : ms_neg_inf(); out->rank = rank;
-      out->status = ok ? 0 : ST_ALL_MASKED;
-      out->n_top = n_top; out->greedy = greedy; out->seed = R.seed; out->position = s_pos;
-    }
-    if (ok && !A.probs && (R.flags & F_ACCEPT) && R.slot >= 0 && R.slot < A.n_slots) {
-      u32 *st = (u32 *)A.seq_state + (u64)R.slot * A.seq_stride;
-      st[token] += 1u;
-      ((i32 *)A.seq_len)[R.slot] += 1;
-    }
-  }
+  if (tid == 0) put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, lp_tok, rank, n_top, greedy, s_pos, !A.probs);
 }
 
 /* ---- device-side sequences -------------------------------------------------- */

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Every GPU check of mysample_cuda.h in one command, for a machine with an
+# NVIDIA GPU (the CUDA driver, NVRTC, a C compiler; python3 with torch for
+# the baseline):
+#
+#   bash tools/gpu_check.sh OUTDIR [STEP...]
+#
+# Steps, in this order unless named: info (GPU, driver, NVRTC), compile
+# (cold NVRTC compile for the device, default and --Ofast-compile=min),
+# tests (build/tests/test_cuda: the execution tests against the CPU path),
+# cli (tests/cuda_cli.test.sh on the real driver), figures
+# (tools/gpu_figures.sh: the issue's table with the PyTorch baseline),
+# memcheck (compute-sanitizer on test_cuda), ofast (the bench again with
+# --Ofast-compile=min kernels); not by default: bench (mysample's figures
+# alone) and profile (Nsight Compute's per-kernel times for each
+# configuration at batch 1, 32, 256, or $PROFILE_BATCHES). Each writes OUTDIR/STEP.log under its
+# own time limit; OUTDIR/summary.txt gets one line per step (exit status,
+# seconds, and the test counts where there are any); with GPU_CHECK_TAR=F
+# the folder is packed into F after each step. Builds what is
+# missing with make. Not part of `make test`: it needs a GPU.
+set -u
+cd "$(dirname "$0")/.."
+out=${1:?usage: tools/gpu_check.sh OUTDIR [STEP...]}
+shift
+mkdir -p "$out"
+steps=${*:-info compile tests cli figures memcheck ofast}
+
+# NVRTC where the loader's default names do not reach it (a toolkit
+# outside the linker's path)
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ -z "${MYSAMPLE_NVRTC_PATH:-}" ]; then
+  for f in /usr/local/cuda/lib64/libnvrtc.so.13 /usr/local/cuda/lib64/libnvrtc.so.12 /usr/local/cuda*/lib64/libnvrtc.so.*; do
+    [ -f "$f" ] && { export MYSAMPLE_NVRTC_PATH=$f; break; }
+  done
+fi
+[ -x build/mysample ] && [ -x build/tests/test_cuda ] || make -s build/mysample build/tests/test_cuda > "$out/build.log" 2>&1
+
+step() { # name, seconds, command...
+  local name=$1 limit=$2 a z rc counts
+  shift 2
+  a=$(date +%s.%N)
+  timeout "$limit" bash -c "$*" > "$out/$name.log" 2>&1
+  rc=$?
+  z=$(date +%s.%N)
+  counts=$(awk '/^PASS /{p++} /^FAIL /{f++} /^SKIP /{s++} END { if (p + f + s) printf "%d passed, %d failed, %d skipped", p, f, s }' "$out/$name.log")
+  awk -v n="$name" -v r="$rc" -v a="$a" -v z="$z" -v c="$counts" \
+    'BEGIN { printf "%-9s exit %-3s %6.1f s  %s\n", n, r, z - a, c }' | tee -a "$out/summary.txt"
+  [ -n "${GPU_CHECK_TAR:-}" ] && tar czf "$GPU_CHECK_TAR" -C "$out" .
+}
+info() {
+  nvidia-smi
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total --format=csv
+  echo "MYSAMPLE_NVRTC_PATH=${MYSAMPLE_NVRTC_PATH:-}"
+  ldconfig -p | grep -E 'libcuda\.so|libnvrtc' || true
+  nvcc --version || true
+  python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' || true
+}
+compile_cold() {
+  # CUDA_CACHE_DISABLE=1: NVRTC 12.9+ keeps its own cache of compiled
+  # programs beside the driver's (on by default where a driver loads), so
+  # without it every compile after the first is a cache hit
+  local i o
+  for o in "" --Ofast-compile=min; do
+    for i in 1 2 3; do
+      CUDA_CACHE_DISABLE=1 MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=$o build/mysample cuda-compile --arch sm_90
+    done
+    echo "(NVRTC's own cache on:)"
+    MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=$o build/mysample cuda-compile --arch sm_90
+  done
+}
+profile() {
+  # per-kernel times and throughputs under Nsight Compute, one batch per case
+  local ncu c b m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "ncu not found"; return 1; }
+  for c in greedy top_p_0.9 min_p_0.05 top_k_50_top_p_0.95; do
+    for b in ${PROFILE_BATCHES:-1 32 256}; do
+      echo "== $c batch $b"
+      "$ncu" --clock-control none --csv --metrics $m build/mysample bench --device cuda --batch $b --vocab 128256 \
+        --config $c --reps 1 --inner 1 --working-set-mb 0 --copy-mb 1 2>&1 | grep '^"' | grep -v dtod
+    done
+  done
+}
+bench() {
+  build/mysample bench --device cuda --json
+}
+ofast() {
+  MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=--Ofast-compile=min build/mysample bench --device cuda --json
+}
+memcheck() {
+  MYSAMPLE_CUDA_CACHE=off compute-sanitizer --tool memcheck --error-exitcode 9 build/tests/test_cuda
+}
+export -f info compile_cold bench ofast memcheck profile
+for s in $steps; do
+  case $s in
+    info) step info 30 info ;;
+    compile) step compile 60 compile_cold ;;
+    tests) step tests 150 build/tests/test_cuda ;;
+    cli) step cli 120 env MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh ;;
+    figures) step figures 200 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
+    bench) step bench 90 bench ;;
+    ofast) step ofast 90 ofast ;;
+    memcheck) step memcheck 150 memcheck ;;
+    profile) step profile 240 profile ;;
+    *) echo "gpu_check: unknown step $s" >&2; exit 2 ;;
+  esac
+done
