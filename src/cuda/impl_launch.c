@@ -13,6 +13,7 @@
 #define MS__CUDA_F_ALLOWED  512
 #define MS__CUDA_F_MINTOK   1024
 #define MS__CUDA_F_RAW_LSE  2048
+#define MS__CUDA_F_END      4096   /* a split pass writes the row's result (ms_k_row skips it) */
 
 #define MS__CUDA_MAX_PARTS 32
 #define MS__CUDA_SPLIT_ROWS 512    /* rows with a Sel state: larger batches are never split */
@@ -24,12 +25,11 @@
 #define MS__CUDA_P_CAND 3
 #define MS__CUDA_P_MASS 4
 #define MS__CUDA_P_SUMS 7
-#define MS__CUDA_P_FINISH 8  /* ms_k_stats writes the greedy rows' results */
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
 #define MS__CUDA_N_MASK 1
-#define MS__CUDA_N_ROW 2     /* some row needs ms_k_row (a draw or logprobs) */
+#define MS__CUDA_N_ROW 2     /* some row needs ms_k_row (logprobs, top_k, a refused row) */
 #define MS__CUDA_N_TOPK 4
 #define MS__CUDA_N_TOPP 8
 #define MS__CUDA_N_SUMS 16
@@ -317,7 +317,7 @@ static void ms__cuda_sort_bias(int32_t *idx, const ms_bias *bias, int32_t n) {
 /* Packs the rows into the staging buffer: rows, then the lists; *needs
    gets the MS__CUDA_N_* of the valid rows. Returns the bytes used, or 0
    when the lists do not fit. */
-static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, int accept_ok,
+static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, int accept_ok, int ends_ok,
                             int *needs, ms_result *first_err) {
   ms__cuda_row *rows = (ms__cuda_row *)stage;
   int32_t *words = (int32_t *)stage;
@@ -350,6 +350,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (rc != MS_OK) {
       R->status = (int32_t)rc;
       if (*first_err == MS_OK) *first_err = rc;
+      *needs |= MS__CUDA_N_ROW;
       continue;
     }
     prof = p->profile == MS_PROFILE_HF ? 1 : 0;
@@ -433,7 +434,11 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
-    if (!(flags & MS__CUDA_F_GREEDY) || R->logprobs >= 0) *needs |= MS__CUDA_N_ROW;
+    /* split rows without logprobs end in a pass: greedy ones in
+       ms_k_stats, sampled ones in P_SUMS (top_k rows may resolve on their
+       candidates in ms_k_row) */
+    if (ends_ok && R->logprobs < 0 && ((flags & MS__CUDA_F_GREEDY) || R->top_k <= 0)) flags |= MS__CUDA_F_END;
+    else *needs |= MS__CUDA_N_ROW;
     R->flags = flags;
   }
   return used * 4;
@@ -461,25 +466,28 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   if (b->top && b->top_stride < 1) return MS_ERR_INVALID_PARAM;
   if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
 
+  /* blocks per row: small batches split every full-row pass over G
+     blocks (chunks of whole draw tiles, see tile_e in kernels.cu) */
+  if (cu->split > 0) G = cu->split;
+  else if (cu->split == 0) {
+    /* one wave: the passes run 6 blocks of 256 threads per SM (their
+       registers and shared memory allow 6), and a second, partial wave
+       would leave most SMs idle while it runs */
+    G = 6 * cu->sm_count / b->n_rows;
+    if (G > b->vocab / 4096) G = b->vocab / 4096;
+  }
+  if (G > MS__CUDA_MAX_PARTS) G = MS__CUDA_MAX_PARTS;
+  if (G <= 1 || b->n_rows > MS__CUDA_SPLIT_ROWS) G = 0;
   /* staging: wait for the upload of two calls ago (normally long done) */
   s = cu->stage_next;
   cu->stage_next ^= 1;
   if (cu->ev_used[s] && d->event_synchronize(cu->ev[s]) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
-  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, &needs, &first_err);
+  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, G > 0 && !probs, &needs, &first_err);
   if (bytes == 0) { rc = MS_ERR_CAPACITY; goto done; }
   if (d->memcpy_htod_async(cu->d_blob, cu->stage[s], bytes, stream) != MS__CUDA_SUCCESS ||
       d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
   cu->ev_used[s] = 1;
 
-  /* blocks per row: small batches split every full-row pass over G
-     blocks (chunks of whole draw tiles, see tile_e in kernels.cu) */
-  if (cu->split > 0) G = cu->split;
-  else if (cu->split == 0) {
-    G = (8 * cu->sm_count + b->n_rows - 1) / b->n_rows;   /* 8 blocks of 256 threads per SM: full occupancy */
-    if (G > b->vocab / 4096) G = b->vocab / 4096;
-  }
-  if (G > MS__CUDA_MAX_PARTS) G = MS__CUDA_MAX_PARTS;
-  if (G <= 1 || b->n_rows > MS__CUDA_SPLIT_ROWS) G = 0;
   tile = 32 * ((b->vocab + 32 * MS__CUDA_MAX_TILES - 1) / (32 * MS__CUDA_MAX_TILES));
 
   memset(&A, 0, sizeof A);
@@ -512,12 +520,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   if (G > 0) {
     /* split rows: the statistics, then each full-row pass some row needs,
        in the pipeline's order (A is copied at every launch) */
-    /* a batch of greedy rows without logprobs or probabilities ends in
-       ms_k_stats: its last block per row writes the token (one launch
-       fewer) */
-    if (!(needs & MS__CUDA_N_ROW) && !probs) A.pass = MS__CUDA_P_FINISH;
     if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-    if (A.pass == MS__CUDA_P_FINISH) goto copy;
     for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
       int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
                : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
@@ -526,8 +529,9 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
       if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
   }
-  if ((rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
-copy:
+  /* every row ended in a pass (F_END): no ms_k_row launch */
+  if ((G == 0 || (needs & MS__CUDA_N_ROW)) &&
+      (rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   if (b->host_tokens && b->tokens &&
       d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {
     rc = MS_ERR_DEVICE;

@@ -50,6 +50,7 @@ typedef unsigned long long u64;
 #define F_ALLOWED  512
 #define F_MINTOK   1024
 #define F_RAW_LSE  2048
+#define F_END      4096   /* split row ending in a pass: ms_k_stats (greedy) or P_SUMS's last block */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -84,9 +85,6 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_CAND  3   /* top_k's candidates, when the first radix pass found few */
 #define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
 #define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
-#define P_FINISH 8  /* ms_k_stats only: the batch is greedy rows without
-                       logprobs, so the last block of each row writes its
-                       result and ms_k_row is not launched */
 
 /* The selection state of a split row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -175,6 +173,18 @@ __device__ __forceinline__ float ms_expf_dev(float x) {
 /* The weight of a logit: exp((l - M) * S) with S = 1 / T, as the CPU. */
 __device__ __forceinline__ float wgt(float l, float M, float S) {
   return ms_expf_dev(__fmul_rn(__fsub_rn(l, M), S));
+}
+
+/* The weight the draw's running sums add: the same argument, through the
+   hardware's exp2 (__expf, within 2 ulp of ms_expf_dev plus the argument
+   times 2^-24). The tile sums are the one pass that weighs every kept
+   element, and ms_expf_dev's exact, unfused polynomial made that pass
+   compute-bound (about 100 us for 256 rows of 128256 on an H200); the
+   sums decide only where u * Z falls, so a draw differs from the CPU's
+   only when u * Z lies within ~1e-7 of a boundary. Selection (top_p's
+   masses, min_p) and the distributions keep the exact weights. */
+__device__ __forceinline__ float wdraw(float l, float M, float S) {
+  return __expf(__fmul_rn(__fsub_rn(l, M), S));
 }
 
 template <class T> __device__ __forceinline__ T warp_sum(T v) {
@@ -442,18 +452,23 @@ __device__ Part part_ld(const Part *p) {
   return q;
 }
 
-/* The statistics of a whole row from the partials of its n chunks, in
-   chunk order: the max with its lowest index, the flags, the raw
-   log-sum-exp rescaled to the larger max. */
+/* The statistics of a whole row from the partials of its n chunks (n <=
+   the block's threads; every thread calls, all get the result): the max
+   with its lowest index, the flags, the raw log-sum-exp rescaled to the
+   largest max. Thread j reads partial j, so the n loads are in flight
+   together (one thread walking them paid n round trips). */
 __device__ Part combine_parts(const Part *pp, i32 n) {
-  Part c = part_ld(pp);
-  for (i32 j = 1; j < n; j++) {
-    Part q = part_ld(pp + j);
-    if (q.m > c.m || (q.m == c.m && q.am < c.am)) { c.m = q.m; c.am = q.am; }
-    c.fl |= q.fl;
-    if (q.mr > c.mr) { c.sr = c.sr * (c.mr > ms_neg_inf() ? ms_expf_dev(c.mr - q.mr) : 0.0f) + q.sr; c.mr = q.mr; }
-    else if (q.mr > ms_neg_inf()) c.sr += q.sr * ms_expf_dev(q.mr - c.mr);
-  }
+  const int mine = (i32)threadIdx.x < n;
+  Part q;
+  if (mine) q = part_ld(pp + threadIdx.x);
+  else { q.m = ms_neg_inf(); q.am = 0x7fffffff; q.mr = ms_neg_inf(); q.sr = 0.0f; q.fl = 0; q.pad = 0; }
+  Part c;
+  c.m = bmax_f(q.m);
+  c.am = bmin_i(mine && q.m == c.m ? q.am : 0x7fffffff);
+  c.fl = bmax_i(q.fl & 1) | bmax_i(q.fl & 2);
+  c.mr = bmax_f(q.mr);
+  c.sr = (float)bsum_d(q.mr > ms_neg_inf() ? (double)q.sr * (double)ms_expf_dev(__fsub_rn(q.mr, c.mr)) : 0.0);
+  c.pad = 0;
   return c;
 }
 
@@ -516,7 +531,7 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
       for (int u = 0; u < 4; u++) {
         const i32 i = (t0 + u * nw) * 32 * E + j * 32 + lane;
         if (l[u] > ms_neg_inf() && fkey(l[u]) >= theta) {
-          const float w = wgt(l[u], M, S);
+          const float w = wdraw(l[u], M, S);
           s[u] += (double)w;
           (*cnt)++;
           if (w > 0.0f) *last = max(*last, i);
@@ -538,12 +553,21 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
    Integer sums are exact in any order; weights under 2^-45 count as 0
    (their sum over a whole row stays under 4e-9, the largest weight is 1). */
 #define MS_FX 17592186044416.0   /* 2^44 */
-__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
-  const u64 f = (u64)((double)fminf(w, 1.0f) * MS_FX + 0.5);
+__device__ __forceinline__ void fx_add_raw(u32 *lo, u32 *hi, i32 b, u64 f) {
   const u32 fl = (u32)f;
   u32 up = (u32)(f >> 32);
   if (fl) { const u32 old = atomicAdd(&lo[b], fl); up += (u32)(old + fl < old); }   /* the carry */
   if (up) atomicAdd(&hi[b], up);
+}
+
+/* (Warp-aggregated adds, __match_any_sync and __reduce_add_sync to one
+   leader per bin, were measured on an H200 and dropped: the first radix
+   pass took 539 us instead of 161 for top_p and 261 instead of 136 for
+   top_k's counts at 256 x 128256; the match costs more than the
+   conflicts it saves.) */
+__device__ __forceinline__ void hist_add1(u32 *h, i32 b) { atomicAdd(&h[b], 1u); }
+__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
+  fx_add_raw(lo, hi, b, (u64)((double)fminf(w, 1.0f) * MS_FX + 0.5));   /* <= 2^44 */
 }
 __device__ __forceinline__ u64 fx_get(const u32 *lo, const u32 *hi, i32 b) { return ((u64)hi[b] << 32) | (u64)lo[b]; }
 
@@ -562,6 +586,62 @@ __device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
   if (R.top_p < 1.0f) th = max(th, Q->tp);
   if (R.flags & F_HF) th = max(th, Q->t_minp);
   return th;
+}
+
+/* Z and the draw from a row's tile sums t[0..nt) in shared memory (every
+   thread of a block of at least MS_DRAW_T threads calls; want uniform).
+   Threads below MS_DRAW_T each add a fixed run of tiles, so Z and the
+   running sums are the same bits in ms_k_row's 1024-thread blocks and
+   ms_k_pass's 256 (the threads above add zeros). With want, *token gets
+   the first kept id whose running weight exceeds u * Z, -1 when rounding
+   leaves none; Z is returned in every thread. */
+#define MS_DRAW_T 256
+struct DrawSh { i32 tile, token; double start; };
+__device__ double tiles_draw(const double *t, i32 nt, int want, double u, const float *src, i32 V, i32 E, u32 theta,
+                             float M, float S, DrawSh *sh, i32 *token) {
+  const i32 tid = (i32)threadIdx.x, lane = tid & 31, TILE = 32 * E;
+  const i32 per = (nt + MS_DRAW_T - 1) / MS_DRAW_T;
+  const int mine = tid < MS_DRAW_T;
+  double ts = 0.0;
+  if (mine) for (i32 j = 0; j < per; j++) { const i32 k = tid * per + j; if (k < nt) ts += t[k]; }
+  double Z;
+  const double a = bscan_excl(ts, &Z);
+  *token = -1;
+  if (!want) return Z;
+  const double target = u * Z;
+  if (tid == 0) { sh->tile = -1; sh->token = -1; }
+  __syncthreads();
+  double at = a;
+  if (mine) for (i32 j = 0; j < per; j++) {   /* the last non-empty tile starting at or below the target */
+    const i32 k = tid * per + j;
+    if (k < nt) { if (t[k] > 0.0 && at <= target) atomicMax(&sh->tile, k); at += t[k]; }
+  }
+  __syncthreads();
+  const i32 wt = sh->tile;
+  if (wt >= 0 && mine) {
+    at = a;
+    for (i32 j = 0; j < per; j++) { const i32 k = tid * per + j; if (k < nt) { if (k == wt) sh->start = at; at += t[k]; } }
+  }
+  __syncthreads();
+  if (wt >= 0 && tid < 32) {   /* one warp walks the tile */
+    double run = sh->start;
+    for (i32 j = 0; j < E; j++) {
+      const i32 i = wt * TILE + j * 32 + lane;
+      double v = 0.0;
+      if (i < V) { const float l = src[i]; if (fkey(l) >= theta) v = (double)wdraw(l, M, S); }
+      double incl = v;
+      for (int o = 1; o < 32; o <<= 1) {
+        const double n = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += n;
+      }
+      const unsigned hit = __ballot_sync(0xffffffffu, v > 0.0 && run + incl > target);
+      if (hit) { if (lane == 0) sh->token = wt * TILE + j * 32 + (__ffs(hit) - 1); break; }
+      run += __shfl_sync(0xffffffffu, incl, 31);
+    }
+  }
+  __syncthreads();
+  *token = sh->token;
+  return Z;
 }
 
 /* The row's result (one thread): the token, its ms_cuda_out, and for an
@@ -654,10 +734,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   __syncthreads();
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
-  if (R.status != 0) {
-    if (A.pass == P_FINISH && c == 0 && threadIdx.x == 0) put_result(A, R, r, -1, R.status, 0.0f, 0, 0, 0, row_pos(A, R), 0);
-    return;
-  }
+  if (R.status != 0) return;
   i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
   if (beg > end) beg = end;
   Part p = row_stats(A, R, r, beg, end);
@@ -669,8 +746,8 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   }
   __syncthreads();
   if (!s_last) return;
+  const Part t = combine_parts(pp, A.n_parts);
   if (threadIdx.x == 0) {
-    Part t = combine_parts(pp, A.n_parts);
     Q->P = t;
     Q->status = part_status(t);
     Q->stats_arrived = 0;
@@ -679,12 +756,11 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
     Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
     Q->target = 0.0;
-    if (A.pass == P_FINISH) {
-      const i32 st = part_status(t);
-      put_result(A, R, r, t.am, st, 0.0f, 0, 0, !st, row_pos(A, R), 1);
-    }
+    /* rows that end here: greedy ones, and any that cannot be sampled */
+    const i32 st = part_status(t);
+    const int greedy = (R.flags & F_GREEDY) != 0;
+    if ((R.flags & F_END) && (greedy || st)) put_result(A, R, r, greedy ? t.am : -1, st, 0.0f, 0, 0, greedy && !st, row_pos(A, R), 1);
   }
-  if (A.pass == P_FINISH) return;
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
 
@@ -774,7 +850,7 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
     __syncthreads();
     row_for<1>(vf.p, 0, V, [&](i32, float x) {
       const u32 key = fkey(vf.raw || fkey(x) >= vf.theta ? x : ms_neg_inf());
-      if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
+      if (key >= lower && (key & pm) == prefix) hist_add1(hist, (i32)((key >> sh) & (u32)(nb - 1)));
     });
     __syncthreads();
     if (pass == 0) {
@@ -854,7 +930,7 @@ __device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k
   u32 mine = 0u;
   row_for<1>(src, 0, V, [&](i32, float x) {
     const u32 key = fkey(x);
-    if (key >= lower) { atomicAdd(&hist[key >> 21], 1u); mine++; }
+    if (key >= lower) { hist_add1(hist, (i32)(key >> 21)); mine++; }
   });
   const u32 tot = bsum_u(mine);   /* (its barriers complete the histogram) */
   if (tot <= k) { *n_at = tot; return lower; }
@@ -965,6 +1041,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
   __shared__ i32 s_last;
   __shared__ Row sR;
+  __shared__ DrawSh s_draw;
   const i32 c = blockIdx.x, r = blockIdx.y, tid = threadIdx.x;
   if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
   __syncthreads();
@@ -1002,6 +1079,26 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
       if (cnt) atomicAdd(&Q->cnt, cnt);
       if (last >= 0) atomicMax(&Q->last, last);
     }
+    if (!(R.flags & F_END)) return;
+    /* the row ends here: the last block to finish draws (ms_k_row's
+       draw, on the same tile sums) */
+    __threadfence();   /* this block's tile sums before the count that announces them */
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+    __syncthreads();
+    if (!s_last) return;
+    const i32 nt = (V + TILE - 1) / TILE;
+    const volatile double *gt = Q->tsum;
+    for (i32 t = tid; t < nt; t += blockDim.x) sh.d[t] = gt[t];
+    __syncthreads();
+    const u64 pos = row_pos(A, R);
+    i32 token;
+    tiles_draw(sh.d, nt, 1, ms_uniform_dev(R.seed, pos, 0u), src, V, E, theta, M, S, &s_draw, &token);
+    if (tid == 0) {
+      if (token < 0) token = *(const volatile i32 *)&Q->last;   /* fallback: the last kept token */
+      Q->arrived = 0;
+      put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
+    }
     return;
   }
 
@@ -1020,7 +1117,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
-      if (count) atomicAdd(&sh.u[b], 1u);
+      if (count) hist_add1(sh.u, b);
       else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
     }
   });
@@ -1084,7 +1181,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   __shared__ i32 s_status;
   __shared__ u64 s_pos;
   __shared__ i32 s_token;
-  __shared__ i32 s_tile;
+  __shared__ DrawSh s_draw;
   __shared__ union { double t[MS_MAXT]; struct { u32 key[MS_CAND]; i32 id[MS_CAND]; double w[MS_CAND]; } c; } s_buf;
   __shared__ u32 s_ncand;
   __shared__ i32 s_ncand_i;
@@ -1092,14 +1189,15 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
 
   const i32 r = blockIdx.x;
   const i32 V = A.vocab;
-  const i32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const i32 tid = threadIdx.x;
   if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
   __syncthreads();
   const Row &R = sR;
   Out *out = A.out ? (Out *)A.out + r : (Out *)0;
+  const int split = A.n_parts > 0;
+  if (split && (R.flags & F_END)) return;   /* ms_k_stats or P_SUMS wrote its result */
 
   /* statistics: the split row's (combined by ms_k_stats), or computed here */
-  const int split = A.n_parts > 0;
   const Sel *Q = split ? (const Sel *)A.sel + r : (const Sel *)0;
   if (split) {
     if (tid == 0) sP = Q->P;
@@ -1200,52 +1298,11 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     last = bmax_i(last);
     nkept = (i32)bsum_u(cnt);
     __syncthreads();
-    const i32 per = (nt + (i32)blockDim.x - 1) / (i32)blockDim.x;
-    double ts = 0.0;
-    for (i32 j = 0; j < per; j++) { i32 t = tid * per + j; if (t < nt) ts += s_buf.t[t]; }
-    double total;
-    const double a = bscan_excl(ts, &total);
-    Z = total;
-    if (!greedy && !A.probs) {
-      /* the draw: the first kept id whose running weight exceeds u * Z */
-      const double u = ms_uniform_dev(R.seed, s_pos, 0u);
-      const double target = u * Z;
-      if (tid == 0) { s_tile = -1; s_token = -1; }
-      __syncthreads();
-      double at = a;
-      for (i32 j = 0; j < per; j++) {   /* the last non-empty tile starting at or below the target */
-        i32 t = tid * per + j;
-        if (t < nt) { if (s_buf.t[t] > 0.0 && at <= target) atomicMax(&s_tile, t); at += s_buf.t[t]; }
-      }
-      __syncthreads();
-      const i32 wt = s_tile;
-      if (wt >= 0) {
-        at = a;
-        for (i32 j = 0; j < per; j++) {
-          i32 t = tid * per + j;
-          if (t < nt) { if (t == wt) s_start = at; at += s_buf.t[t]; }
-        }
-      }
-      __syncthreads();
-      if (wt >= 0 && warp == 0) {
-        double run = s_start;
-        for (i32 j = 0; j < E; j++) {
-          i32 i = wt * TILE + j * 32 + lane;
-          double v = 0.0;
-          if (i < V) { float l = src[i]; if (fkey(l) >= theta) v = (double)wgt(l, M, S); }
-          double incl = v;
-          for (int o = 1; o < 32; o <<= 1) {
-            double n = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += n;
-          }
-          unsigned hit = __ballot_sync(0xffffffffu, v > 0.0 && run + incl > target);
-          if (hit) { if (lane == 0) s_token = wt * TILE + j * 32 + (__ffs(hit) - 1); break; }
-          run += __shfl_sync(0xffffffffu, incl, 31);
-        }
-      }
-      __syncthreads();
-      token = s_token >= 0 ? s_token : last;   /* fallback: the last kept token */
-    }
+    /* the draw: the first kept id whose running weight exceeds u * Z */
+    const int draw = !greedy && !A.probs;
+    i32 drawn;
+    Z = tiles_draw(s_buf.t, nt, draw, ms_uniform_dev(R.seed, s_pos, 0u), src, V, E, theta, M, S, &s_draw, &drawn);
+    if (draw) token = drawn >= 0 ? drawn : last;   /* fallback: the last kept token */
   }
 
   /* final distributions (tests): w / Z on the kept set, 1 at the argmax for greedy rows */

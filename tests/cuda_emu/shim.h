@@ -135,6 +135,9 @@ inline double __dsub_rn(double a, double b) { return ms_emu_op(a, b, '-'); }
 inline double __dmul_rn(double a, double b) { return ms_emu_op(a, b, '*'); }
 inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 inline float __frcp_rn(float a) { return ms_emu_op(1.0f, a, '/'); }
+/* The fast exp: the GPU's is ex2.approx of x * log2(e), within a few ulp;
+   the host's expf stands in (results differ in the last bits). */
+inline float __expf(float x) { return expf(x); }
 inline float __fsqrt_rn(float a) { return sqrtf(a); }
 
 /* CUDA's min / max overloads (mixed signedness compares unsigned). */
