@@ -21,6 +21,7 @@ start=$(date +%s.%N)
 # ---- always: scripts parse, help, no driver --------------------------------
 check gpu_bench_py_compiles "python3 -c 'import py_compile, sys; py_compile.compile(\"tools/gpu_bench.py\", cfile=\"$tmp/gb.pyc\", doraise=True)' 2> $tmp/pyc.err"
 check gpu_figures_sh_syntax 'bash -n tools/gpu_figures.sh'
+check gpu_check_sh_syntax 'bash -n tools/gpu_check.sh'
 for c in probs sample logprobs; do
   $bin $c --help > $tmp/help 2>&1
   check "help_device_$c" 'grep -q -- "--device cpu|cuda" $tmp/help'

@@ -35,8 +35,12 @@ if [ -n "${MYSAMPLE_WHEELS:-}" ] && ls "$MYSAMPLE_WHEELS"/*.whl > /dev/null 2>&1
   export PYTHONPATH="$tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 
-# a fresh cache: the first ms_cuda_create of the bench compiles with NVRTC
+# a fresh cache: the first ms_cuda_create of the bench compiles with NVRTC;
+# CUDA_CACHE_DISABLE=1 turns off NVRTC's own cache of compiled programs
+# (NVRTC 12.9+, kept beside the driver's), which otherwise served the
+# "cold" compile in ~40 ms on a machine that had compiled the module before
 export MYSAMPLE_CUDA_CACHE="$tmp/kernel-cache"
+export CUDA_CACHE_DISABLE=1
 echo "gpu_figures: mysample bench --device cuda $*" >&2
 rc=0
 build/mysample bench --device cuda --json "$@" > "$out/mysample.jsonl" || rc=$?
