@@ -164,6 +164,10 @@ int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t maxB = 0, maxV = 0;
   double t_first, t_warm = 0, t_ctx, compile_ms = -1, disk_ms = -1, copy_us = 0, copy_gbps = 0;
   const char *first_source = "compile";
+  /* NVRTC 12.9+ caches compiled programs beside the driver's JIT cache
+     unless CUDA_CACHE_DISABLE is set: the "cold" compile may then be a hit */
+  const char *ccd = getenv("CUDA_CACHE_DISABLE");
+  const int nvrtc_cache = !(ccd && *ccd && strcmp(ccd, "0"));
   double *t = NULL;
   time_t start = time(NULL);
   ms_result res;
@@ -279,12 +283,14 @@ int ms_cli_bench_cuda(int argc, char **argv) {
            t_first, first_source, t_warm, t_ctx);
     if (compile_ms >= 0) printf(", \"compile_ms\": %.3f", compile_ms); else printf(", \"compile_ms\": null");
     if (disk_ms >= 0) printf(", \"disk_load_ms\": %.3f", disk_ms); else printf(", \"disk_load_ms\": null");
+    printf(", \"nvrtc_cache\": %s", nvrtc_cache ? "true" : "false");
     printf(", \"max_batch\": %d, \"max_vocab\": %d}\n", (int)maxB, (int)maxV);
   } else {
     printf("device: %s (%s), driver %d, mysample %s\n", ms_cuda_device_name(cu), target, drv_ver, ms_version());
     if (emulator) printf("NOTE: this is the CPU emulator of the CUDA driver (tests/cuda_emu): the timings below are the emulator's and mean nothing for a GPU\n");
     printf("ms_cuda_create: first %.1f ms (%s), warm %.2f ms", t_first, first_source, t_warm);
-    if (compile_ms >= 0) printf("; cold NVRTC compile %.1f ms", compile_ms);
+    if (compile_ms >= 0)
+      printf("; cold NVRTC compile %.1f ms%s", compile_ms, nvrtc_cache ? " (NVRTC's own cache on: CUDA_CACHE_DISABLE=1 for a cold one)" : "");
     if (disk_ms >= 0) printf(", disk-cache load %.2f ms", disk_ms);
     printf(" (the context, made current before: %.1f ms)\n", t_ctx);
   }

@@ -268,7 +268,9 @@ def cmd_table(args):
                    "disk-cache load %s ms" % (
                        first, create.get("first_source"), create.get("create_warm_ms"),
                        "%.1f" % create["compile_ms"] if create.get("compile_ms") is not None else "—",
-                       "%.2f" % create["disk_load_ms"] if create.get("disk_load_ms") is not None else "—"))
+                       "%.2f" % create["disk_load_ms"] if create.get("disk_load_ms") is not None else "—")
+                   + (" (NVRTC's own cache was on: the cold compile may have been a cache hit)"
+                      if create.get("nvrtc_cache") else ""))
     some = next(iter(ms.values()))
     out.append("- logits N(0, %g) resident on the device, ids left on the device; µs per batch = median "
                "of %d groups of %d back-to-back calls timed with CUDA events, rotating over %s MB of "
