@@ -20,9 +20,12 @@
                                (a "last block" count, never a spin barrier)
      ms_k_row    grid B        one block per row: the whole pipeline for
                                unsplit rows; for split rows only what is
-                               left after the passes (the draw inside one
-                               tile, logprobs, probs) and the device-side
-                               sequence update.
+                               left after the passes (top_k's candidates,
+                               the draw inside one tile, logprobs, probs)
+                               and the device-side sequence update.
+   A split row without logprobs (F_END) ends in a pass instead: a greedy
+   one in ms_k_stats, a sampled one without top_k in P_SUMS's last block;
+   ms_k_row skips it, and is not launched when every row ended so.
    Every filter keeps an upper set of values, so the kept set of a row is
    { i : logit_i >= theta } for one threshold theta; no stage sorts. */
 
@@ -723,9 +726,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 
 /* Split rows (small batches): block (c, r) computes the statistics of
    chunk c of row r; the last block of the row to finish combines the
-   n_parts partials into the row's Sel and readies it for ms_k_pass. */
-/* (256, 6): at most 40 registers, so 6 blocks share an SM; at 64 only 4
-   did, and this memory-bound pass wants every warp it can get. */
+   n_parts partials into the row's Sel and readies it for ms_k_pass, and
+   writes the result of a greedy F_END row. (256, 6): at most 40
+   registers, so 6 blocks share an SM; at 64 only 4 did, and this
+   memory-bound pass wants every warp it can get. */
 extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   __shared__ i32 s_last;
   __shared__ Row sR;
