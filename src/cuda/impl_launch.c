@@ -529,8 +529,9 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
       if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
   }
-  /* every row ended in a pass (F_END): no ms_k_row launch */
-  if ((G == 0 || (needs & MS__CUDA_N_ROW)) &&
+  /* every row ended in a pass (F_END): no ms_k_row launch (unsplit rows
+     and probs calls never get F_END, so they always set N_ROW) */
+  if ((needs & MS__CUDA_N_ROW) &&
       (rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   if (b->host_tokens && b->tokens &&
       d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {

@@ -554,23 +554,16 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
    double atomicAdd in shared memory is a compare-and-swap loop, and the
    first radix pass of a smooth row sends most of a warp to a few bins).
    Integer sums are exact in any order; weights under 2^-45 count as 0
-   (their sum over a whole row stays under 4e-9, the largest weight is 1). */
+   (their sum over a whole row stays under 4e-9, the largest weight is 1).
+   Warp-aggregating the adds (__match_any_sync, __reduce_add_sync) was
+   slower on an H200: see BENCHMARKS.md. */
 #define MS_FX 17592186044416.0   /* 2^44 */
-__device__ __forceinline__ void fx_add_raw(u32 *lo, u32 *hi, i32 b, u64 f) {
+__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
+  const u64 f = (u64)((double)fminf(w, 1.0f) * MS_FX + 0.5);   /* <= 2^44 */
   const u32 fl = (u32)f;
   u32 up = (u32)(f >> 32);
   if (fl) { const u32 old = atomicAdd(&lo[b], fl); up += (u32)(old + fl < old); }   /* the carry */
   if (up) atomicAdd(&hi[b], up);
-}
-
-/* (Warp-aggregated adds, __match_any_sync and __reduce_add_sync to one
-   leader per bin, were measured on an H200 and dropped: the first radix
-   pass took 539 us instead of 161 for top_p and 261 instead of 136 for
-   top_k's counts at 256 x 128256; the match costs more than the
-   conflicts it saves.) */
-__device__ __forceinline__ void hist_add1(u32 *h, i32 b) { atomicAdd(&h[b], 1u); }
-__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
-  fx_add_raw(lo, hi, b, (u64)((double)fminf(w, 1.0f) * MS_FX + 0.5));   /* <= 2^44 */
 }
 __device__ __forceinline__ u64 fx_get(const u32 *lo, const u32 *hi, i32 b) { return ((u64)hi[b] << 32) | (u64)lo[b]; }
 
@@ -854,7 +847,7 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
     __syncthreads();
     row_for<1>(vf.p, 0, V, [&](i32, float x) {
       const u32 key = fkey(vf.raw || fkey(x) >= vf.theta ? x : ms_neg_inf());
-      if (key >= lower && (key & pm) == prefix) hist_add1(hist, (i32)((key >> sh) & (u32)(nb - 1)));
+      if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
     });
     __syncthreads();
     if (pass == 0) {
@@ -934,7 +927,7 @@ __device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k
   u32 mine = 0u;
   row_for<1>(src, 0, V, [&](i32, float x) {
     const u32 key = fkey(x);
-    if (key >= lower) { hist_add1(hist, (i32)(key >> 21)); mine++; }
+    if (key >= lower) { atomicAdd(&hist[key >> 21], 1u); mine++; }
   });
   const u32 tot = bsum_u(mine);   /* (its barriers complete the histogram) */
   if (tot <= k) { *n_at = tot; return lower; }
@@ -1121,7 +1114,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
-      if (count) hist_add1(sh.u, b);
+      if (count) atomicAdd(&sh.u[b], 1u);
       else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
     }
   });
