@@ -48,7 +48,12 @@ static void t_compile_arch(int sm) {
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
   CHECK(info.n_kernels == 6);   /* mask, stats, pass, row, seq_prompt, seq_accept */
-  for (i = 0; i < info.n_kernels; i++) CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary", info.kernel[i]);
+  for (i = 0; i < info.n_kernels; i++) {
+    /* each kernel is found in the binary of the program it is said to be in */
+    CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
+    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < 4);
+    CHECK(info.kernel_seconds[i] > 0.0 && info.kernel_seconds[i] <= info.seconds);
+  }
   CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
 }
 static void test_nvrtc_compile_sm80(void) { t_compile_arch(80); }
@@ -93,6 +98,19 @@ static void test_compile_caches(void) {
   f = fopen(a.cache_file, "rb");
   CHECK(f != NULL);
   if (f) fclose(f);
+  /* a truncated file (its header intact) is ignored, never loaded */
+  f = fopen(a.cache_file, "rb");
+  if (f) {
+    static char whole[1 << 20];
+    const size_t n = fread(whole, 1, sizeof whole, f);
+    fclose(f);
+    CHECK(n > 1000 && n < sizeof whole);
+    f = fopen(a.cache_file, "wb");
+    if (f) { fwrite(whole, 1, n - 1000, f); fclose(f); }
+    o.no_memory_cache = 1;
+    CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_OK);
+    CHECK_EQ_INT(b.source, 0);
+  }
   /* a corrupt file is ignored (recompiled), never loaded */
   f = fopen(a.cache_file, "wb");
   if (f) { fputs("mysample-cuda-cache 1 garbage 5\nxxxxx", f); fclose(f); }
@@ -818,7 +836,7 @@ static void test_gpu_features_match_cpu(void) {
 }
 
 /* ---- splits, vocabulary edges, bad rows in split rows ---------------------- */
-/* Every split of a row over blocks (none, 2, 7, 32: chunks past the end of
+/* Every split of a row over blocks (one, 2, 7, 32: chunks past the end of
    a small row are empty) and vocabularies from 1 to 150001 (> 65536: the
    draw's tiles hold several 32-id groups), with raw and processed
    logprobs, rows that are mostly -inf, and NaN / +Inf in the last chunk.
@@ -858,7 +876,7 @@ static void test_gpu_splits_and_vocab_edges(void) {
       const int V = vocabs[vi];
       ms_cuda_batch b;
       /* emulator time: the largest vocabulary (several ids per draw tile)
-         unsplit and over 7 blocks only */
+         in one block and over 7 only */
       if (t_small() && V > 65536 && (splits[si] == 2 || splits[si] == 32)) continue;
       for (r = 0; r < R; r++) {
         float *x = logits + (size_t)r * (size_t)V;

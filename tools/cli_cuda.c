@@ -63,15 +63,17 @@ int ms_cli_cuda_compile(int argc, char **argv) {
     ms_cuda_compile_info info;
     rc = ms_cuda_compile(archs[i], &o, &info, log, sizeof log);
     if (rc != MS_OK) {
-      printf("sm_%d  module kernels.cu  FAIL  %s (%.3f s)\n%s\n", archs[i], ms_result_str(rc), info.seconds, log);
+      printf("sm_%d  kernels.cu  FAIL  %s (%.3f s)\n%s\n", archs[i], ms_result_str(rc), info.seconds, log);
       failed = 1;
       continue;
     }
-    printf("sm_%d  module kernels.cu  ok  %s %s, %lu bytes, %.3f s%s\n", archs[i], info.target,
+    printf("sm_%d  kernels.cu  ok  %s %s, %lu bytes, %.3f s%s\n", archs[i], info.target,
            info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds,
            info.source == 2 ? " (disk cache)" : info.source == 1 ? " (memory cache)" : " (compiled)");
     for (k = 0; k < info.n_kernels; k++) {
-      printf("  %-16s %s\n", info.kernel[k], info.kernel_found[k] ? "ok" : "MISSING");
+      printf("  %-16s %-7s program %d", info.kernel[k], info.kernel_found[k] ? "ok" : "MISSING", (int)info.kernel_program[k]);
+      if (info.source == 0) printf(", %.3f s", info.kernel_seconds[k]);
+      printf("\n");
       if (!info.kernel_found[k]) failed = 1;
     }
   }

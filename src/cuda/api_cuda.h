@@ -44,13 +44,17 @@ typedef struct ms_cuda_compile_info {
   size_t binary_size;
   int32_t nvrtc_major, nvrtc_minor;
   char cache_file[512];     /* the disk cache file ("" when the disk cache is off) */
-  int32_t n_kernels;        /* the kernels of the module and whether each is in the binary */
+  int32_t n_kernels;        /* the kernels and whether each is in its binary */
   const char *kernel[MS_CUDA_MAX_KERNELS];
   int32_t kernel_found[MS_CUDA_MAX_KERNELS];
+  int32_t kernel_program[MS_CUDA_MAX_KERNELS];   /* the NVRTC program it is compiled in (0..3) */
+  double kernel_seconds[MS_CUDA_MAX_KERNELS];    /* that program's compile time (0 from a cache) */
 } ms_cuda_compile_info;
 
 /* Compiles the kernels for compute capability `sm` (e.g. 90 for sm_90,
-   80 for sm_80) with NVRTC; needs no GPU. Picks CUBIN when NVRTC supports
+   80 for sm_80) with NVRTC; needs no GPU. The kernels form four NVRTC
+   programs, compiled at once on threads of their own (one after another
+   under MYSAMPLE_CUDA_NO_PTHREAD). Picks CUBIN when NVRTC supports
    sm_<sm> (nvrtcGetSupportedArchs), else PTX for the newest supported
    compute_XX below it; MS_ERR_COMPILE when NVRTC supports nothing at or
    below sm. Looks in the in-memory cache, then the disk cache (key: source
@@ -70,7 +74,7 @@ typedef struct ms_cuda_desc {
   int32_t max_vocab;        /* required: the largest vocab of a row */
   int32_t max_slots;        /* device-side sequences (penalties, min_tokens, positions); 0 = none */
   int32_t max_extra_words;  /* per-call room for masks/bias/stop lists, in 4-byte words; 0 = max_rows * (vocab/32 + 256) + 65536 */
-  int32_t split;            /* blocks per row for small batches: 0 = auto, -1 = never split */
+  int32_t split;            /* blocks per row of each full-row pass: 0 = auto (several for small batches), -1 = one */
   int32_t device;           /* device ordinal when context is NULL and the thread has no current context */
   void *context;            /* the caller's CUcontext; NULL: the thread's current one, else the device's primary context */
   const char *nvrtc_path;   /* NULL: $MYSAMPLE_NVRTC_PATH or the default names */
@@ -136,7 +140,9 @@ typedef struct ms_cuda_batch {
 
 /* Samples every row on `stream` (a CUstream; NULL = the legacy default
    stream): one upload of the packed row parameters (from pinned staging),
-   2-3 kernel launches, and the optional copy of the ids to host_tokens.
+   a kernel launch per full-row pass the rows need (1 for greedy rows, 2
+   for min_p, at most 11 with masks, top_k, top_p and logprobs), and the optional
+   copy of the ids to host_tokens.
    No host synchronisation (the staging buffer of the call before last is
    waited for, normally long done). Rows that fail host validation
    (ms_params_validate) get token -1 and their code in out->status and

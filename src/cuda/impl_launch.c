@@ -13,10 +13,9 @@
 #define MS__CUDA_F_ALLOWED  512
 #define MS__CUDA_F_MINTOK   1024
 #define MS__CUDA_F_RAW_LSE  2048
-#define MS__CUDA_F_END      4096   /* a split pass writes the row's result (ms_k_row skips it) */
+#define MS__CUDA_F_END      4096   /* a pass writes the row's result (ms_k_row skips it) */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SPLIT_ROWS 512    /* rows with a Sel state: larger batches are never split */
 #define MS__CUDA_SEL_BYTES 41056   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
@@ -78,7 +77,7 @@ static const float ms__cuda_bias_clamp[2] = { 100.0f, 0.0f /* none */ };
 struct ms_cuda {
   ms__CUhandle ctx;
   int device, owns_primary;
-  ms__CUhandle module;
+  ms__CUhandle module[MS__CU_UNITS];
   ms__CUhandle fn[MS__K_COUNT_];
   char target[24];
   char name[128];
@@ -117,7 +116,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += 2 * rows * W * 4;                                                 /* allow + bias bits */
   n += rows * V * 4;                                                     /* work rows */
   n += rows * MS__CUDA_MAX_PARTS * 24;                                   /* partials */
-  n += (rows < MS__CUDA_SPLIT_ROWS ? rows : MS__CUDA_SPLIT_ROWS) * MS__CUDA_SEL_BYTES; /* split rows' state */
+  n += rows * MS__CUDA_SEL_BYTES;                                        /* selection states */
   n += rows * 4;                                                         /* tokens */
   n += S * V * 4 + S * 4;                                                /* sequences */
   return n;
@@ -157,7 +156,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
       if (cu->stage[i]) d->mem_free_host(cu->stage[i]);
       if (cu->ev[i]) d->event_destroy(cu->ev[i]);
     }
-    if (cu->module) d->module_unload(cu->module);
+    for (i = 0; i < MS__CU_UNITS; i++) if (cu->module[i]) d->module_unload(cu->module[i]);
     ms__cuda_leave(pushed);
   }
   if (cu->owns_primary) d->primary_release(cu->device);
@@ -172,7 +171,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   int pushed = 0, major = 0, minor = 0, i;
   const ms__cu_bin *bin = NULL;
   ms_cuda_compile_opts co;
-  size_t V, W, rows, sel_rows;
+  size_t V, W, rows;
   if (msg && msg_size) msg[0] = 0;
   if (!out || !desc) { ms__cu_msg(msg, msg_size, "out and desc must not be NULL"); return MS_ERR_NULL_ARGUMENT; }
   *out = NULL;
@@ -239,12 +238,14 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   if (rc != MS_OK) goto fail;
   rc = MS_ERR_DEVICE;
   snprintf(cu->target, sizeof cu->target, "%s", bin->target);
-  if ((e = d->module_load_data(&cu->module, bin->data)) != MS__CUDA_SUCCESS) {
-    ms__cu_msg(msg, msg_size, "cuModuleLoadData (%s): %s", bin->target, ms__cu_errstr(e));
-    goto fail;
+  for (i = 0; i < MS__CU_UNITS; i++) {
+    if ((e = d->module_load_data(&cu->module[i], bin->data + bin->off[i])) != MS__CUDA_SUCCESS) {
+      ms__cu_msg(msg, msg_size, "cuModuleLoadData (%s, unit %d): %s", bin->target, i, ms__cu_errstr(e));
+      goto fail;
+    }
   }
   for (i = 0; i < MS__K_COUNT_; i++) {
-    if ((e = d->module_get_function(&cu->fn[i], cu->module, ms__cu_kernel_names[i])) != MS__CUDA_SUCCESS) {
+    if ((e = d->module_get_function(&cu->fn[i], cu->module[ms__cu_kernel_unit[i]], ms__cu_kernel_names[i])) != MS__CUDA_SUCCESS) {
       ms__cu_msg(msg, msg_size, "cuModuleGetFunction %s: %s", ms__cu_kernel_names[i], ms__cu_errstr(e));
       goto fail;
     }
@@ -252,7 +253,6 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
 
   /* the workspace, once */
   rows = (size_t)cu->max_rows; V = (size_t)cu->max_vocab; W = (size_t)cu->words;
-  sel_rows = rows < MS__CUDA_SPLIT_ROWS ? rows : MS__CUDA_SPLIT_ROWS;
   cu->blob_bytes = rows * sizeof(ms__cuda_row) + (size_t)cu->extra_words * 4;
   rc = MS_ERR_OUT_OF_MEMORY;
   if ((e = d->mem_alloc(&cu->d_blob, cu->blob_bytes)) != MS__CUDA_SUCCESS ||
@@ -260,7 +260,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (e = d->mem_alloc(&cu->d_bias, rows * W * 4)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_work, rows * V * 4)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_parts, rows * MS__CUDA_MAX_PARTS * 24)) != MS__CUDA_SUCCESS ||
-      (e = d->mem_alloc(&cu->d_sel, sel_rows * MS__CUDA_SEL_BYTES)) != MS__CUDA_SUCCESS ||
+      (e = d->mem_alloc(&cu->d_sel, rows * MS__CUDA_SEL_BYTES)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_tokens, rows * 4)) != MS__CUDA_SUCCESS ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS)) {
@@ -274,9 +274,9 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       goto fail;
     }
   }
-  /* split rows' states start zero (their arrival counts and histograms
-     return to zero after every use); empty sequences until ms_cuda_seq_reset */
-  if ((e = d->memset_d32_async(cu->d_sel, 0u, sel_rows * MS__CUDA_SEL_BYTES / 4, NULL)) != MS__CUDA_SUCCESS ||
+  /* the rows' selection states start zero (their arrival counts and
+     histograms return to zero after every use); empty sequences until ms_cuda_seq_reset */
+  if ((e = d->memset_d32_async(cu->d_sel, 0u, rows * MS__CUDA_SEL_BYTES / 4, NULL)) != MS__CUDA_SUCCESS ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS) ||
       (e = d->ctx_synchronize()) != MS__CUDA_SUCCESS) {
@@ -434,7 +434,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
-    /* split rows without logprobs end in a pass: greedy ones in
+    /* rows without logprobs end in a pass: greedy ones in
        ms_k_stats, sampled ones in P_SUMS (top_k rows may resolve on their
        candidates in ms_k_row) */
     if (ends_ok && R->logprobs < 0 && ((flags & MS__CUDA_F_GREEDY) || R->top_k <= 0)) flags |= MS__CUDA_F_END;
@@ -477,12 +477,12 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     if (G > b->vocab / 4096) G = b->vocab / 4096;
   }
   if (G > MS__CUDA_MAX_PARTS) G = MS__CUDA_MAX_PARTS;
-  if (G <= 1 || b->n_rows > MS__CUDA_SPLIT_ROWS) G = 0;
+  if (G < 1) G = 1;
   /* staging: wait for the upload of two calls ago (normally long done) */
   s = cu->stage_next;
   cu->stage_next ^= 1;
   if (cu->ev_used[s] && d->event_synchronize(cu->ev[s]) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
-  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, G > 0 && !probs, &needs, &first_err);
+  bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, !probs, &needs, &first_err);
   if (bytes == 0) { rc = MS_ERR_CAPACITY; goto done; }
   if (d->memcpy_htod_async(cu->d_blob, cu->stage[s], bytes, stream) != MS__CUDA_SUCCESS ||
       d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
@@ -511,26 +511,24 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.vocab = b->vocab;
   A.words = cu->words;
   A.n_parts = G;
-  A.chunk = G ? (((b->vocab + G - 1) / G + tile - 1) / tile) * tile : b->vocab;
+  A.chunk = (((b->vocab + G - 1) / G + tile - 1) / tile) * tile;
   A.top_stride = b->top ? b->top_stride : 0;
   A.n_slots = cu->max_slots;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-  if (G > 0) {
-    /* split rows: the statistics, then each full-row pass some row needs,
-       in the pipeline's order (A is copied at every launch) */
-    if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-    for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
-      int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
-               : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
-      if (!(needs & need)) continue;
-      A.pass = pass;
-      if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)G, (unsigned)b->n_rows, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-    }
+  /* the statistics, then each full-row pass some row needs, in the
+     pipeline's order (A is copied at every launch) */
+  if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
+    int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
+             : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
+    if (!(needs & need)) continue;
+    A.pass = pass;
+    if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   }
-  /* every row ended in a pass (F_END): no ms_k_row launch (unsplit rows
-     and probs calls never get F_END, so they always set N_ROW) */
+  /* every row ended in a pass (F_END): no ms_k_row launch (probs calls
+     never set F_END, so they always set N_ROW) */
   if ((needs & MS__CUDA_N_ROW) &&
       (rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   if (b->host_tokens && b->tokens &&

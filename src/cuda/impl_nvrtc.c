@@ -1,10 +1,16 @@
 /* ---- implementation: compiling with NVRTC, memory and disk caches ---------- */
 
-/* The kernels of the module (extern "C" names in kernels.cu). */
+/* The kernels (extern "C" names in kernels.cu) and the NVRTC program
+   ("unit") each is compiled in: kernels.cu guards every kernel with
+   MS_IN_UNIT(u), and program u gets -DMS_UNIT=u. The units compile in
+   parallel threads, so a cold compile takes about as long as the largest
+   unit (one program took the sum: 1.4 s against 0.8 s on 2 cores). */
 static const char *const ms__cu_kernel_names[] = {
   "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", NULL
 };
+static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3 };
 enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_COUNT_ };
+#define MS__CU_UNITS 4
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */
 static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
@@ -32,14 +38,16 @@ static int ms__cu_extra_opts(const char **opts, int room) {
   return n;
 }
 
-/* A compiled binary held for the life of the process. */
+/* The compiled units of one key, held for the life of the process: unit
+   u's binary (a CUBIN, or PTX with its NUL) at data + off[u]. */
 typedef struct ms__cu_bin {
   struct ms__cu_bin *next;
   char key[256];
   char target[24];
   int is_ptx;
-  size_t size;
+  size_t size;   /* of data, the units 16-byte aligned */
   char *data;
+  size_t off[MS__CU_UNITS], len[MS__CU_UNITS];
 } ms__cu_bin;
 
 static ms__cu_mutex ms__cu_compile_mu = MS__CU_MUTEX_INIT;
@@ -77,8 +85,9 @@ static const char *ms__cu_get_source(void) {
 
 /* -- the disk cache ------------------------------------------------------------
    One file per key, <dir>/cuda-<16 hex of the key hash>.bin: a header line
-   "mysample-cuda-cache 1 <key> <size>\n" then the binary. Written to a
-   temporary name and renamed, so readers never see half a file. */
+   "mysample-cuda-cache 2 <key> <size of unit 0> ... <size of the last unit>\n"
+   then the units' binaries back to back. Written to a temporary name and
+   renamed, so readers never see half a file. */
 
 static int ms__cu_mkdir_p(const char *dir) {
   char buf[512];
@@ -131,28 +140,56 @@ static int ms__cu_cache_dir(const ms_cuda_compile_opts *o, char *buf, size_t siz
   return 0;
 }
 
-static char *ms__cu_read_cache(const char *file, const char *key, size_t *size) {
+/* The offsets of the units in one buffer (16-byte aligned: each is
+   loaded as a module from where it lies); returns the buffer's size. */
+static size_t ms__cu_layout(const size_t *len, size_t *off) {
+  size_t n = 0;
+  int u;
+  for (u = 0; u < MS__CU_UNITS; u++) { off[u] = n; n += (len[u] + 15u) & ~(size_t)15u; }
+  return n;
+}
+
+/* The header line of a cache file for key and the units' sizes. */
+static void ms__cu_cache_head(char *head, size_t size, const char *key, const size_t *len) {
+  int u, w = snprintf(head, size, "mysample-cuda-cache 2 %s", key);
+  for (u = 0; u < MS__CU_UNITS && w > 0 && (size_t)w < size; u++)
+    w += snprintf(head + w, size - (size_t)w, " %llu", (unsigned long long)len[u]);
+  if (w > 0 && (size_t)w < size) snprintf(head + w, size - (size_t)w, "\n");
+}
+
+/* Reads the units of key from file into one buffer laid out by
+   ms__cu_layout; NULL when the file is missing, another key's, or short. */
+static char *ms__cu_read_cache(const char *file, const char *key, size_t *len, size_t *off, size_t *size) {
   FILE *f = fopen(file, "rb");
-  char head[400], want[400];
+  char head[512], want[512], *p, *end;
   char *data = NULL;
-  unsigned long long n;
+  int u, ok = 1;
   if (!f) return NULL;
-  if (!fgets(head, sizeof head, f)) { fclose(f); return NULL; }
-  if (sscanf(head, "mysample-cuda-cache 1 %*s %llu", &n) != 1 || n == 0 || n > (1ULL << 30)) { fclose(f); return NULL; }
-  snprintf(want, sizeof want, "mysample-cuda-cache 1 %s %llu\n", key, n);
-  if (strcmp(head, want) != 0) { fclose(f); return NULL; }
-  data = (char *)MS__CU_MALLOC((size_t)n);
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) { MS__CU_FREE(data); data = NULL; }
+  if (!fgets(head, sizeof head, f) || strncmp(head, "mysample-cuda-cache 2 ", 22) != 0 ||
+      !(p = strchr(head + 22, ' '))) { fclose(f); return NULL; }
+  for (u = 0; u < MS__CU_UNITS && ok; u++) {
+    unsigned long long n = strtoull(p, &end, 10);
+    ok = end != p && n > 0 && n <= (1ULL << 30);
+    len[u] = (size_t)n;
+    p = end;
+  }
+  if (ok) ms__cu_cache_head(want, sizeof want, key, len);
+  if (!ok || strcmp(head, want) != 0) { fclose(f); return NULL; }
+  *size = ms__cu_layout(len, off);
+  data = (char *)MS__CU_MALLOC(*size);
+  for (u = 0; data && u < MS__CU_UNITS; u++) {
+    if (fread(data + off[u], 1, len[u], f) != len[u]) { MS__CU_FREE(data); data = NULL; }
+  }
   fclose(f);
-  if (data) *size = (size_t)n;
   return data;
 }
 
-static void ms__cu_write_cache(const char *dir, const char *file, const char *key, const char *data, size_t size) {
-  char tmp[560];
+static void ms__cu_write_cache(const char *dir, const char *file, const char *key, const char *data,
+                               const size_t *len, const size_t *off) {
+  char tmp[560], head[512];
   static unsigned ms__cu_tmp_counter;
   FILE *f;
-  int ok;
+  int ok, u;
   if (ms__cu_mkdir_p(dir) != 0) return;
 #ifdef _WIN32
   snprintf(tmp, sizeof tmp, "%s.%lu.%u.tmp", file, (unsigned long)GetCurrentProcessId(), ms__cu_tmp_counter++);
@@ -161,8 +198,9 @@ static void ms__cu_write_cache(const char *dir, const char *file, const char *ke
 #endif
   f = fopen(tmp, "wb");
   if (!f) return;
-  ok = fprintf(f, "mysample-cuda-cache 1 %s %llu\n", key, (unsigned long long)size) > 0;
-  ok = ok && fwrite(data, 1, size, f) == size;
+  ms__cu_cache_head(head, sizeof head, key, len);
+  ok = fputs(head, f) >= 0;
+  for (u = 0; u < MS__CU_UNITS && ok; u++) ok = fwrite(data + off[u], 1, len[u], f) == len[u];
   ok = (fclose(f) == 0) && ok;
   if (!ok) { remove(tmp); return; }
 #ifdef _WIN32
@@ -199,12 +237,143 @@ static int ms__cu_pick_target(int sm, char *target, size_t size, int *is_ptx) {
   return 1;
 }
 
-/* Finds or makes the binary for sm. On success *out points into the
+/* One NVRTC program: a unit's compile, run on its own thread. */
+typedef struct ms__cu_job {
+  const char *src;
+  const char *opts[16];
+  int n_opts, is_ptx;
+  char unit_opt[16];
+  const char *failed;   /* NULL, or the step that failed ... */
+  int err, oom;         /* ... with NVRTC's code, or out of memory */
+  char *data;           /* the binary (malloc) */
+  size_t size;
+  char *log;            /* NVRTC's log of a failed compile (malloc), or NULL */
+  double seconds;
+} ms__cu_job;
+
+static void ms__cu_job_run(ms__cu_job *j) {
+  const ms__cu_nvrtc *r = &ms__cu_g.rtc;
+  ms__nvrtcProgram prog = NULL;
+  size_t ls = 0;
+  const double t0 = ms__cu_now();
+  int e = r->create(&prog, j->src, "mysample_kernels.cu", 0, NULL, NULL);
+  if (e != 0) { j->failed = "nvrtcCreateProgram"; j->err = e; return; }
+  e = r->compile(prog, j->n_opts, j->opts);
+  if (e != 0) {
+    j->failed = "nvrtcCompileProgram";
+    j->err = e;
+    if (r->log_size(prog, &ls) == 0 && ls > 1 && (j->log = (char *)MS__CU_MALLOC(ls + 1)) != NULL) {
+      if (r->log(prog, j->log) != 0) j->log[0] = 0;
+      j->log[ls] = 0;
+    }
+  } else if ((e = j->is_ptx ? r->ptx_size(prog, &j->size) : r->cubin_size(prog, &j->size)) != 0 || j->size == 0) {
+    j->failed = "NVRTC produced no binary";
+    j->err = e;
+  } else if (!(j->data = (char *)MS__CU_MALLOC(j->size))) {
+    j->failed = "out of memory";
+    j->oom = 1;
+  } else if ((e = j->is_ptx ? r->ptx(prog, j->data) : r->cubin(prog, j->data)) != 0) {
+    j->failed = j->is_ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN";
+    j->err = e;
+    MS__CU_FREE(j->data);
+    j->data = NULL;
+  }
+  r->destroy(&prog);
+  j->seconds = ms__cu_now() - t0;
+}
+
+#if defined(_WIN32)
+static unsigned __stdcall ms__cu_job_thread(void *p) { ms__cu_job_run((ms__cu_job *)p); return 0; }
+#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+static void *ms__cu_job_thread(void *p) { ms__cu_job_run((ms__cu_job *)p); return NULL; }
+#endif
+
+/* Compiles every unit, units 1.. on threads of their own and unit 0 (the
+   largest) on the calling one; a thread that cannot start runs its unit
+   here afterwards (MYSAMPLE_CUDA_NO_PTHREAD: all of them). On success
+   *data holds the units laid out by ms__cu_layout. */
+static ms_result ms__cu_compile_units(const char *src, const char *const *opts, int n_opts, int is_ptx,
+                                      const char *target, char **data, size_t *len, size_t *off, size_t *size,
+                                      double *seconds, char *log, size_t log_size) {
+  ms__cu_job jobs[MS__CU_UNITS];
+  int started[MS__CU_UNITS];
+#if defined(_WIN32)
+  HANDLE th[MS__CU_UNITS];
+#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+  pthread_t th[MS__CU_UNITS];
+  pthread_attr_t attr;
+  int attr_ok;
+#endif
+  ms_result rc = MS_OK;
+  int u, i;
+  memset(jobs, 0, sizeof jobs);
+  for (u = 0; u < MS__CU_UNITS; u++) {
+    ms__cu_job *j = &jobs[u];
+    j->src = src;
+    j->is_ptx = is_ptx;
+    for (i = 0; i < n_opts && i < 15; i++) j->opts[i] = opts[i];
+    snprintf(j->unit_opt, sizeof j->unit_opt, "-DMS_UNIT=%d", u);
+    j->opts[i] = j->unit_opt;
+    j->n_opts = i + 1;
+    started[u] = 0;
+  }
+  /* 8 MB stacks: NVRTC's parser and optimiser recurse, and some
+     platforms' default thread stacks are far smaller than a main thread's */
+#if !defined(_WIN32) && !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+  attr_ok = pthread_attr_init(&attr) == 0;
+  if (attr_ok) pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+#endif
+  for (u = 1; u < MS__CU_UNITS; u++) {
+#if defined(_WIN32)
+    th[u] = (HANDLE)_beginthreadex(NULL, 8u << 20, ms__cu_job_thread, &jobs[u], 0, NULL);
+    started[u] = th[u] != 0;
+#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+    started[u] = pthread_create(&th[u], attr_ok ? &attr : NULL, ms__cu_job_thread, &jobs[u]) == 0;
+#endif
+  }
+#if !defined(_WIN32) && !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+  if (attr_ok) pthread_attr_destroy(&attr);
+#endif
+  ms__cu_job_run(&jobs[0]);
+  for (u = 1; u < MS__CU_UNITS; u++) {
+    if (!started[u]) { ms__cu_job_run(&jobs[u]); continue; }
+#if defined(_WIN32)
+    WaitForSingleObject(th[u], INFINITE);
+    CloseHandle(th[u]);
+#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+    pthread_join(th[u], NULL);
+#endif
+  }
+  for (u = 0; u < MS__CU_UNITS && rc == MS_OK; u++) {
+    const ms__cu_job *j = &jobs[u];
+    if (!j->failed) continue;
+    rc = j->oom ? MS_ERR_OUT_OF_MEMORY : MS_ERR_COMPILE;
+    if (j->oom) ms__cu_msg(log, log_size, "out of memory");
+    else if (j->log && log && log_size > 0)
+      snprintf(log, log_size, "%s (%s, unit %d): %s\n%s", j->failed, target, u, ms__cu_g.rtc.error_string(j->err), j->log);
+    else ms__cu_msg(log, log_size, "%s (%s, unit %d): %s", j->failed, target, u, ms__cu_g.rtc.error_string(j->err));
+  }
+  if (rc == MS_OK) {
+    for (u = 0; u < MS__CU_UNITS; u++) { len[u] = jobs[u].size; seconds[u] = jobs[u].seconds; }
+    *size = ms__cu_layout(len, off);
+    if (!(*data = (char *)MS__CU_MALLOC(*size))) { ms__cu_msg(log, log_size, "out of memory"); rc = MS_ERR_OUT_OF_MEMORY; }
+    else {
+      memset(*data, 0, *size);
+      for (u = 0; u < MS__CU_UNITS; u++) memcpy(*data + off[u], jobs[u].data, len[u]);
+    }
+  }
+  for (u = 0; u < MS__CU_UNITS; u++) {
+    if (jobs[u].data) MS__CU_FREE(jobs[u].data);
+    if (jobs[u].log) MS__CU_FREE(jobs[u].log);
+  }
+  return rc;
+}
+
+/* Finds or makes the units for sm. On success *out points into the
    in-memory cache (never freed). Caller holds ms__cu_compile_mu. */
 static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms_cuda_compile_info *info,
                                        const ms__cu_bin **out, char *log, size_t log_size) {
   const ms__cu_global *g = &ms__cu_g;
-  const ms__cu_nvrtc *r = &g->rtc;
   char target[24], key[256], dir[400], file[480], archopt[40];
   const char *opts[12];
   const char *src;
@@ -212,10 +381,10 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   unsigned long long opt_hash = MS__CU_FNV0;
   ms__cu_bin *b;
   char *data = NULL;
-  size_t size = 0;
+  size_t size = 0, len[MS__CU_UNITS], off[MS__CU_UNITS];
+  double seconds[MS__CU_UNITS];
   int source = 0;
-  ms__nvrtcProgram prog = NULL;
-  int e;
+  ms_result rc;
 
   src = ms__cu_get_source();
   if (!src) { ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
@@ -247,37 +416,15 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   if (disk) {
     snprintf(file, sizeof file, "%s/cuda-%016llx.bin", dir, ms__cu_fnv(key, strlen(key), MS__CU_FNV0));
     if (info) snprintf(info->cache_file, sizeof info->cache_file, "%s", file);
-    data = ms__cu_read_cache(file, key, &size);
+    data = ms__cu_read_cache(file, key, len, off, &size);
     if (data) source = 2;
   }
   /* 3. NVRTC */
   if (!data) {
-    size_t ls = 0;
-    e = r->create(&prog, src, "mysample_kernels.cu", 0, NULL, NULL);
-    if (e != 0) { ms__cu_msg(log, log_size, "nvrtcCreateProgram: %s", r->error_string(e)); return MS_ERR_COMPILE; }
-    e = r->compile(prog, n_opts, opts);
-    if (e != 0) {
-      int w;
-      if (r->log_size(prog, &ls) == 0 && ls > 1 && log && log_size > 0) {
-        char *full = (char *)MS__CU_MALLOC(ls + 1);
-        if (full && r->log(prog, full) == 0) {
-          full[ls] = 0;
-          w = snprintf(log, log_size, "nvrtcCompileProgram (%s): %s\n", target, r->error_string(e));
-          if (w > 0 && (size_t)w < log_size) snprintf(log + w, log_size - (size_t)w, "%s", full);
-        } else ms__cu_msg(log, log_size, "nvrtcCompileProgram (%s): %s", target, r->error_string(e));
-        if (full) MS__CU_FREE(full);
-      } else ms__cu_msg(log, log_size, "nvrtcCompileProgram (%s): %s", target, r->error_string(e));
-      r->destroy(&prog);
-      return MS_ERR_COMPILE;
-    }
-    e = is_ptx ? r->ptx_size(prog, &size) : r->cubin_size(prog, &size);
-    if (e != 0 || size == 0) { ms__cu_msg(log, log_size, "NVRTC produced no binary"); r->destroy(&prog); return MS_ERR_COMPILE; }
-    data = (char *)MS__CU_MALLOC(size);
-    if (!data) { r->destroy(&prog); ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
-    e = is_ptx ? r->ptx(prog, data) : r->cubin(prog, data);
-    r->destroy(&prog);
-    if (e != 0) { MS__CU_FREE(data); ms__cu_msg(log, log_size, "NVRTC: %s", r->error_string(e)); return MS_ERR_COMPILE; }
-    if (disk) ms__cu_write_cache(dir, file, key, data, size);
+    rc = ms__cu_compile_units(src, opts, n_opts, is_ptx, target, &data, len, off, &size, seconds, log, log_size);
+    if (rc != MS_OK) return rc;
+    if (info) for (i = 0; i < info->n_kernels; i++) info->kernel_seconds[i] = seconds[ms__cu_kernel_unit[i]];
+    if (disk) ms__cu_write_cache(dir, file, key, data, len, off);
   }
   b = (ms__cu_bin *)MS__CU_MALLOC(sizeof *b);
   if (!b) { MS__CU_FREE(data); ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
@@ -287,6 +434,8 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   b->is_ptx = is_ptx;
   b->size = size;
   b->data = data;
+  memcpy(b->off, off, sizeof off);
+  memcpy(b->len, len, sizeof len);
   b->next = ms__cu_bins;
   ms__cu_bins = b;
   if (info) info->source = source;
@@ -303,7 +452,10 @@ MSDEF ms_result ms_cuda_compile(int32_t sm, const ms_cuda_compile_opts *opts,
   if (log && log_size) log[0] = 0;
   if (info) {
     memset(info, 0, sizeof *info);
-    for (i = 0; ms__cu_kernel_names[i] && i < MS_CUDA_MAX_KERNELS; i++) info->kernel[i] = ms__cu_kernel_names[i];
+    for (i = 0; ms__cu_kernel_names[i] && i < MS_CUDA_MAX_KERNELS; i++) {
+      info->kernel[i] = ms__cu_kernel_names[i];
+      info->kernel_program[i] = ms__cu_kernel_unit[i];
+    }
     info->n_kernels = i;
   }
   if (sm < 10 || sm > 10000) { ms__cu_msg(log, log_size, "bad compute capability %d (want e.g. 90 for sm_90)", (int)sm); return MS_ERR_INVALID_PARAM; }
@@ -316,8 +468,13 @@ MSDEF ms_result ms_cuda_compile(int32_t sm, const ms_cuda_compile_opts *opts,
   if (info) {
     info->seconds = ms__cu_now() - t0;
     if (rc == MS_OK) {
-      info->binary_size = b->size;
-      for (i = 0; i < info->n_kernels; i++) info->kernel_found[i] = ms__cu_has_symbol(b->data, b->size, info->kernel[i]);
+      int u;
+      info->binary_size = 0;
+      for (u = 0; u < MS__CU_UNITS; u++) info->binary_size += b->len[u];
+      for (i = 0; i < info->n_kernels; i++) {
+        u = ms__cu_kernel_unit[i];
+        info->kernel_found[i] = ms__cu_has_symbol(b->data + b->off[u], b->len[u], info->kernel[i]);
+      }
     }
   }
   return rc;

@@ -2,32 +2,44 @@
    Compiled at run time by NVRTC (mysample_cuda.h embeds this file); it
    includes nothing, so no toolkit include directory is needed.
 
-   Launch sequence per batch (all on the caller's stream):
+   Launch sequence per batch (all on the caller's stream). Each full-row
+   pass runs G blocks per row (small batches: G chunks of whole draw
+   tiles, so the batch fills the GPU; large ones: G = 1), and a row's
+   decisions pass from kernel to kernel in its Sel state:
      ms_k_mask   grid B        rows with masks/bias: allow bits and bias bits
-     ms_k_stats  grid G x B    split rows (small batches): each of G blocks
-                               takes a chunk of a row (masks, bias,
-                               penalties, max, argmax, NaN/Inf, raw
+     ms_k_stats  grid B x G    each block takes a chunk of a row (masks,
+                               bias, penalties, max, argmax, NaN/Inf, raw
                                log-sum-exp); the last block of a row to
                                finish combines the partials into the row's
                                Sel state
-     ms_k_pass   grid G x B    split rows: one launch per full-row pass of
-                               the selection (3 radix passes of top_k or
+     ms_k_pass   grid B x G    one launch per full-row pass of the
+                               selection (3 radix passes of top_k or
                                its candidates, 3 of top_p, the draw's
                                tile sums; min_p needs no pass);
                                blocks add their chunk's histogram into the
                                row's Sel and the last block to finish
                                takes the pass's decision for the next launch
                                (a "last block" count, never a spin barrier)
-     ms_k_row    grid B        one block per row: the whole pipeline for
-                               unsplit rows; for split rows only what is
-                               left after the passes (top_k's candidates,
-                               the draw inside one tile, logprobs, probs)
-                               and the device-side sequence update.
-   A split row without logprobs (F_END) ends in a pass instead: a greedy
-   one in ms_k_stats, a sampled one without top_k in P_SUMS's last block;
+     ms_k_row    grid B        one block per row: what is left after the
+                               passes (top_k's candidates, the draw inside
+                               one tile, logprobs, probs) and the
+                               device-side sequence update.
+   A row without logprobs (F_END) ends in a pass instead: a greedy one in
+   ms_k_stats, a sampled one without top_k in P_SUMS's last block;
    ms_k_row skips it, and is not launched when every row ended so.
+   (No kernel holds the whole pipeline: NVRTC compiles the kernels in
+   parallel, and the largest bounds a cold compile.)
    Every filter keeps an upper set of values, so the kept set of a row is
    { i : logit_i >= theta } for one threshold theta; no stage sorts. */
+
+/* mysample_cuda.h compiles the kernels as four NVRTC programs at once,
+   program u with -DMS_UNIT=u (its ms__cu_kernel_unit says which kernel is
+   in which); without MS_UNIT (the emulator) every kernel is compiled. */
+#ifdef MS_UNIT
+#define MS_IN_UNIT(u) (MS_UNIT == (u))
+#else
+#define MS_IN_UNIT(u) 1
+#endif
 
 typedef unsigned int u32;
 typedef int i32;
@@ -53,7 +65,7 @@ typedef unsigned long long u64;
 #define F_ALLOWED  512
 #define F_MINTOK   1024
 #define F_RAW_LSE  2048
-#define F_END      4096   /* split row ending in a pass: ms_k_stats (greedy) or P_SUMS's last block */
+#define F_END      4096   /* a row ending in a pass: ms_k_stats (greedy) or P_SUMS's last block */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -89,7 +101,7 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
 #define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
 
-/* The selection state of a split row in global memory (ms_k_stats's last
+/* The selection state of a row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
    it). MS__CUDA_SEL_BYTES in impl_launch.c is its size. */
 struct Sel {
@@ -567,8 +579,7 @@ __device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
 }
 __device__ __forceinline__ u64 fx_get(const u32 *lo, const u32 *hi, i32 b) { return ((u64)hi[b] << 32) | (u64)lo[b]; }
 
-/* The thresholds of a split row from its Sel (as ms_k_row derives them
-   for an unsplit row): top_k's lower bound (vLLM: min_p first; HF: none),
+/* The thresholds of a row from its Sel: top_k's lower bound (vLLM: min_p first; HF: none),
    top_p's (the top_k threshold), and the kept set's. */
 __device__ __forceinline__ u32 sel_lower(const Row &R, const Sel *Q) {
   return (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : Q->t_minp;
@@ -664,6 +675,7 @@ __device__ __forceinline__ u64 row_pos(const Args &A, const Row &R) {
 
 /* ---- kernels --------------------------------------------------------------- */
 
+#if MS_IN_UNIT(3)
 /* Builds the allow bits (bitmask & allowed ids & ~banned & ~min_tokens
    stops) and the bias bits of every row that has masks or a bias. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
@@ -716,17 +728,19 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
     }
   }
 }
+#endif
 
-/* Split rows (small batches): block (c, r) computes the statistics of
-   chunk c of row r; the last block of the row to finish combines the
-   n_parts partials into the row's Sel and readies it for ms_k_pass, and
-   writes the result of a greedy F_END row. (256, 6): at most 40
+#if MS_IN_UNIT(2)
+/* Block (r, c) computes the statistics of chunk c of row r; the last
+   block of the row to finish combines the n_parts partials into the
+   row's Sel, readies it for ms_k_pass and writes the result of a greedy
+   F_END row. (256, 6): at most 40
    registers, so 6 blocks share an SM; at 64 only 4 did, and this
    memory-bound pass wants every warp it can get. */
 extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   __shared__ i32 s_last;
   __shared__ Row sR;
-  const i32 c = blockIdx.x, r = blockIdx.y;
+  const i32 r = blockIdx.x, c = blockIdx.y;
   if (threadIdx.x < sizeof(Row) / 4) ((i32 *)&sR)[threadIdx.x] = ((const i32 *)((const Row *)A.blob + r))[threadIdx.x];
   __syncthreads();
   const Row &R = sR;
@@ -760,6 +774,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   }
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
+#endif
 
 /* ---- selection ------------------------------------------------------------- */
 
@@ -869,74 +884,7 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
   return prefix;
 }
 
-/* top-p threshold: among elements with key >= lower and weights
-   w = exp((l - M) * S), the key of the smallest value whose strictly larger
-   mass is < p * Z (Z = the total weight of those elements). */
-__device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, float M, float S, float p) {
-  __shared__ union { double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } hs;
-  double *hist = hs.d;
-  const int shifts[3] = {21, 10, 0};
-  const int bits[3] = {11, 11, 10};
-  u32 prefix = 0u, pm = 0u;
-  double target = 0.0;
-#pragma unroll 1
-  for (int pass = 0; pass < 3; pass++) {
-    const i32 nb = 1 << bits[pass];
-    const int sh = shifts[pass];
-    for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hs.fx.lo[b] = hs.fx.hi[b] = 0u;
-    __syncthreads();
-    row_for<1>(src, 0, V, [&](i32, float l) {
-      const u32 key = fkey(l);
-      if (key >= lower && (key & pm) == prefix) fx_add(hs.fx.lo, hs.fx.hi, (i32)((key >> sh) & (u32)(nb - 1)), wgt(l, M, S));
-    });
-    __syncthreads();
-    {   /* to doubles in place: every thread reads its bins, then writes them */
-      u64 v[8];   /* (ms_k_row's 1024 threads: 2 bins each) */
-      i32 n = 0;
-      for (i32 b = threadIdx.x; b < nb && n < 8; b += blockDim.x) v[n++] = fx_get(hs.fx.lo, hs.fx.hi, b);
-      __syncthreads();
-      n = 0;
-      for (i32 b = threadIdx.x; b < nb && n < 8; b += blockDim.x) hist[b] = (double)v[n++] * (1.0 / MS_FX);
-      __syncthreads();
-    }
-    if (pass == 0) {
-      double tot = 0.0;
-      for (i32 b = threadIdx.x; b < nb; b += blockDim.x) tot += hist[b];
-      tot = bsum_d(tot);
-      target = (double)p * tot;
-    }
-    double above;
-    i32 b = find_bin<double>(hist, nb, target, &above);
-    target -= above;
-    prefix |= (u32)b << sh;
-    pm |= (u32)(nb - 1) << sh;
-    __syncthreads();
-  }
-  return prefix;
-}
-
 /* ---- top_k on candidates ---------------------------------------------------- */
-
-/* top_k's first radix pass over the keys >= lower (the top 11 bits, hist:
-   MS_BINS words of shared scratch): the lower edge of the bin that holds
-   the k-th largest key, and in *n_at how many keys lie at or above it (at
-   least k). When at most k keys qualify: lower, and their count. */
-__device__ __noinline__ u32 count_edge(const float *src, i32 V, u32 lower, u32 k, u32 *hist, u32 *n_at) {
-  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) hist[b] = 0u;
-  __syncthreads();
-  u32 mine = 0u;
-  row_for<1>(src, 0, V, [&](i32, float x) {
-    const u32 key = fkey(x);
-    if (key >= lower) { atomicAdd(&hist[key >> 21], 1u); mine++; }
-  });
-  const u32 tot = bsum_u(mine);   /* (its barriers complete the histogram) */
-  if (tot <= k) { *n_at = tot; return lower; }
-  u32 above;
-  const i32 b = find_bin<u32>(hist, MS_BINS, k, &above);
-  *n_at = above + hist[b];
-  __syncthreads();
-  return max(lower, (u32)b << 21);
-}
 
 /* Appends the ids in [beg, end) whose key is >= edge to ck / cid (the
    block's threads; *n counts them, in shared or global memory; at most
@@ -1025,12 +973,13 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
   return th;
 }
 
-/* ---- split passes ---------------------------------------------------------- */
+/* ---- the passes ------------------------------------------------------------ */
 
-/* One full-row pass of the selection of split rows (Args.pass): block
-   (c, r) reads chunk c of row r. P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the radix passes of
-   select_count and select_mass: each block adds its chunk's histogram
-   into Sel.hist, and the last block of the row to finish (Sel.arrived)
+#if MS_IN_UNIT(1)
+/* One full-row pass of the selection (Args.pass): block (r, c) reads
+   chunk c of row r. P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the
+   radix passes of top_k (counts) and top_p (masses): each block adds its
+   chunk's histogram into Sel.hist, and the last block of the row to finish (Sel.arrived)
    finds the bin, clears the histogram and stores the decision for the
    next launch. P_SUMS stores the draw's tile sums of the kept set. Rows
    that a pass does not concern return at once, all their blocks alike. */
@@ -1039,7 +988,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   __shared__ i32 s_last;
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
-  const i32 c = blockIdx.x, r = blockIdx.y, tid = threadIdx.x;
+  const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
   if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
   __syncthreads();
   const Row &R = sR;
@@ -1169,9 +1118,11 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     }
   }
 }
+#endif
 
 /* ---- the row kernel -------------------------------------------------------- */
 
+#if MS_IN_UNIT(0)
 extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   __shared__ Row sR;
   __shared__ Part sP;
@@ -1191,18 +1142,12 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   __syncthreads();
   const Row &R = sR;
   Out *out = A.out ? (Out *)A.out + r : (Out *)0;
-  const int split = A.n_parts > 0;
-  if (split && (R.flags & F_END)) return;   /* ms_k_stats or P_SUMS wrote its result */
+  if (R.flags & F_END) return;   /* ms_k_stats or P_SUMS wrote its result */
 
-  /* statistics: the split row's (combined by ms_k_stats), or computed here */
-  const Sel *Q = split ? (const Sel *)A.sel + r : (const Sel *)0;
-  if (split) {
-    if (tid == 0) sP = Q->P;
-  } else {
-    Part p = row_stats(A, R, r, 0, V);
-    if (tid == 0) sP = p;
-  }
+  /* the statistics and the selection's state, from ms_k_stats and ms_k_pass */
+  const Sel *Q = (const Sel *)A.sel + r;
   if (tid == 0) {
+    sP = Q->P;
     i32 st = R.status;
     if (st == 0) st = part_status(sP);
     s_status = st;
@@ -1227,73 +1172,35 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   u32 theta = MS_KEY_NEG_INF + 1u;        /* kept set: fkey(l) >= theta */
   i32 token = sP.am;
 
-  /* top_k rows whose k largest lie among few keys finish on those
-     candidates (cand, in s_buf.c; c_lower: top_k's lower bound): the
-     kept set, Z, the count and the token at once */
+  /* top_k rows whose k largest lie among few keys (ms_k_pass gathered
+     them) finish on those candidates: the kept set, Z, the count and the
+     token at once; the others take the thresholds ms_k_pass selected */
   int cand = 0;
-  u32 c_lower = 0u, c_minp = 0u;
   double Z = 1.0;
   i32 nkept = 1;
-  if (!greedy && split) {
-    /* ms_k_pass selected, or gathered the candidates */
+  if (!greedy) {
     if (Q->cand) {
       const u32 n = min(Q->ncand, (u32)MS_CAND);
       for (u32 j = tid; j < n; j += blockDim.x) { s_buf.c.key[j] = Q->ck[j]; s_buf.c.id[j] = Q->cid[j]; }
       if (tid == 0) s_ncand = n;
-      cand = 1; c_lower = sel_lower(R, Q); c_minp = Q->t_minp;
+      cand = 1;
+      __syncthreads();
+      theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, sel_lower(R, Q),
+                            Q->t_minp, M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
+      Z = s_start; nkept = s_ncand_i;
+      if (!A.probs) token = s_token;
     } else theta = sel_theta(R, Q);
-  } else if (!greedy) {
-    LpVal sv; sv.p = src; sv.theta = 0u; sv.raw = 1;
-    const u32 t_minp = R.min_p > 0.0f ? minp_key(M, S, R.min_p) : MS_KEY_NEG_INF + 1u;
-    /* vLLM: min_p -> top_k -> top_p; HF: top_k -> top_p -> min_p */
-    u32 t1 = (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : t_minp;
-    if (R.top_k > 0) {
-      u32 n_at;
-      const u32 edge = count_edge(src, V, t1, (u32)R.top_k, (u32 *)s_buf.t, &n_at);
-      if (n_at <= MS_CAND) {
-        if (tid == 0) s_ncand = 0u;
-        __syncthreads();
-        gather_cands(src, 0, V, edge, &s_ncand, s_buf.c.key, s_buf.c.id);
-        cand = 1; c_lower = t1; c_minp = t_minp;
-      } else {
-        /* (its first pass repeats count_edge's: rare, k > 1024 or ties) */
-        u32 na, ne;
-        u32 tk = select_count(sv, V, t1, (u32)R.top_k, &na, &ne);
-        t1 = max(t1, tk);
-      }
-    }
-    if (!cand) {
-      u32 th = t1;
-      if (R.top_p < 1.0f) th = max(th, select_mass(src, V, t1, M, S, R.top_p));
-      if (R.flags & F_HF) th = max(th, t_minp);
-      theta = th;
-    }
-  }
-  if (cand) {
-    __syncthreads();
-    theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, c_lower, c_minp,
-                          M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
-    Z = s_start; nkept = s_ncand_i;
-    if (!A.probs) token = s_token;
   }
 
-  /* sums of the kept weights over tiles of 32 * E ids in id order: the
-     mass Z, the draw, the processed logprobs */
+  /* the kept weight's tile sums (ms_k_pass's P_SUMS): the mass Z, the
+     draw, the processed logprobs */
   if ((!greedy || lp_proc) && !cand) {
     const i32 E = tile_e(V);
     const i32 TILE = 32 * E;
     const i32 nt = (V + TILE - 1) / TILE;
-    i32 last = -1;
-    u32 cnt = 0u;
-    if (split) {
-      /* ms_k_pass's P_SUMS: the same tiles, summed the same way */
-      for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
-      if (tid == 0) { cnt = Q->cnt; last = Q->last; }
-    } else {
-      tile_sums(src, V, 0, nt, E, theta, M, S, [&](i32 t, double v) { s_buf.t[t] = v; }, &cnt, &last);
-    }
-    last = bmax_i(last);
-    nkept = (i32)bsum_u(cnt);
+    for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
+    const i32 last = Q->last;
+    nkept = (i32)Q->cnt;
     __syncthreads();
     /* the draw: the first kept id whose running weight exceeds u * Z */
     const int draw = !greedy && !A.probs;
@@ -1391,6 +1298,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
 
   if (tid == 0) put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, lp_tok, rank, n_top, greedy, s_pos, !A.probs);
 }
+#endif
 
 /* ---- device-side sequences -------------------------------------------------- */
 
@@ -1399,6 +1307,7 @@ struct SeqArgs {
   i32 slot, n, vocab, n_slots;
 };
 
+#if MS_IN_UNIT(3)
 /* Marks the prompt tokens of a freshly cleared slot (bit 31 of the
    counter) and sets its output length to 0. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
@@ -1410,7 +1319,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) ((i32 *)S.seq_len)[S.slot] = 0;
 }
+#endif
 
+#if MS_IN_UNIT(3)
 /* Appends tokens[j] to slot slots[j] for j < n (ids outside the vocab and
    negative slots are skipped). */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
@@ -1423,3 +1334,4 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
     atomicAdd((i32 *)S.seq_len + s, 1);
   }
 }
+#endif

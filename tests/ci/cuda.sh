@@ -65,6 +65,35 @@ if [ $headers_only = 0 ]; then
     if [ $rc = 3 ]; then echo "SKIP mysample cuda-compile: NVRTC not found"
     elif [ $rc = 0 ]; then echo "$out"; pass "mysample cuda-compile sm_80 sm_90"
     else echo "$out"; bad "mysample cuda-compile"; fi
+    # MYSAMPLE_CUDA_NO_PTHREAD: the four programs compile one after another
+    cat > "$tmp/serial.c" <<'C'
+#define MYSAMPLE_IMPLEMENTATION
+#define MYSAMPLE_CUDA_IMPLEMENTATION
+#define MYSAMPLE_CUDA_NO_PTHREAD
+#include "mysample_cuda.h"
+#include <stdio.h>
+int main(void) {
+  char log[8192];
+  ms_cuda_compile_opts o;
+  ms_cuda_compile_info info;
+  ms_result rc;
+  int i, found = 0;
+  memset(&o, 0, sizeof o);
+  o.no_disk_cache = 1;
+  rc = ms_cuda_compile(90, &o, &info, log, sizeof log);
+  if (rc == MS_ERR_NO_DEVICE) return 3;
+  if (rc != MS_OK) { printf("%s\n%s\n", ms_result_str(rc), log); return 1; }
+  for (i = 0; i < info.n_kernels; i++) found += info.kernel_found[i];
+  printf("serial compile: %s, %d of %d kernels, %.3f s\n", info.target, found, (int)info.n_kernels, info.seconds);
+  return found == info.n_kernels && info.n_kernels > 0 ? 0 : 1;
+}
+C
+    if gcc -std=c99 $W -I. -o "$tmp/serial" "$tmp/serial.c" -lm -ldl 2> "$tmp/err"; then
+      out=$("$tmp/serial" 2>&1); rc=$?
+      if [ $rc = 0 ]; then echo "  $out"; pass "cuda header MYSAMPLE_CUDA_NO_PTHREAD: compiles the kernels serially"
+      elif [ $rc = 3 ]; then echo "SKIP cuda header MYSAMPLE_CUDA_NO_PTHREAD compile: NVRTC not found"
+      else echo "$out"; bad "cuda header MYSAMPLE_CUDA_NO_PTHREAD compile"; fi
+    else cat "$tmp/err"; bad "cuda header MYSAMPLE_CUDA_NO_PTHREAD build"; fi
     out=$(MYSAMPLE_NVRTC_PATH=/nonexistent/libnvrtc.so build/mysample cuda-compile 2>&1); rc=$?
     if [ $rc = 3 ] && echo "$out" | grep -q "/nonexistent/libnvrtc.so"; then pass "cuda-compile without NVRTC: exit 3 and a message"; else echo "$out"; bad "cuda-compile without NVRTC"; fi
   fi
