@@ -5,6 +5,9 @@
    emulator of tests/cuda_emu (tests/cuda_emu.test.sh sets
    MYSAMPLE_CUDA_DRIVER_PATH); their names then start with "cuda-emu:" so
    an emulated run never reads as a GPU run. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* setenv */
+#endif
 #define MYSAMPLE_IMPLEMENTATION
 #define MYSAMPLE_CUDA_IMPLEMENTATION
 #include "mysample_cuda.h"
@@ -70,6 +73,31 @@ static void test_nvrtc_unsupported_arch(void) {
   CHECK(strstr(log, "sm_30") != NULL);
   rc = ms_cuda_compile(5, NULL, &info, log, sizeof log);
   CHECK_EQ_INT(rc, MS_ERR_INVALID_PARAM);
+}
+
+/* $MYSAMPLE_CUDA_NVRTC_OPTIONS: split at spaces into at most 6 options,
+   each ending where its run of non-spaces ends (the 6th once kept the
+   rest of the value, spaces and all: found by fuzz_cuda_cache). */
+static void test_nvrtc_options_env(void) {
+  const char *opts[16];
+  int n;
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#else
+  setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "  -a --bb  -c -d -e -f -g -h ", 1);
+  n = ms__cu_extra_opts(opts, 16);
+  CHECK_EQ_INT(n, 6);
+  if (n == 6) {
+    CHECK(!strcmp(opts[0], "-a") && !strcmp(opts[1], "--bb") && !strcmp(opts[2], "-c"));
+    CHECK(!strcmp(opts[5], "-f"));
+  }
+  setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-x", 1);
+  n = ms__cu_extra_opts(opts, 16);
+  CHECK(n == 1 && !strcmp(opts[0], "-x"));
+  CHECK_EQ_INT(ms__cu_extra_opts(opts, 0), 0);
+  setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "", 1);   /* empty: none */
+  CHECK_EQ_INT(ms__cu_extra_opts(opts, 16), 0);
+#endif
 }
 
 /* The disk cache: a miss compiles and writes, the next cold process-level
@@ -1300,6 +1328,7 @@ int main(int argc, char **argv) {
     RUN(test_nvrtc_compile_sm80);
     RUN(test_nvrtc_compile_sm90);
     RUN(test_nvrtc_unsupported_arch);
+    RUN(test_nvrtc_options_env);
     RUN(test_compile_caches);
     RUN(test_embedded_source);
     RUN(test_loader_without_gpu);

@@ -12,7 +12,8 @@
 # (tools/gpu_figures.sh: the table with the PyTorch baseline),
 # memcheck (compute-sanitizer on test_cuda), ofast (the bench again with
 # --Ofast-compile=min kernels); not by default: bench (mysample's figures
-# alone) and profile (Nsight Compute's per-kernel times for each
+# alone), large (batches of 512 and 1024 rows: one block per row in every
+# pass, G = 1) and profile (Nsight Compute's per-kernel times for each
 # configuration at batch 1, 32, 256, or $PROFILE_BATCHES). Each writes OUTDIR/STEP.log under its
 # own time limit; OUTDIR/summary.txt gets one line per step (exit status,
 # seconds, and the test counts where there are any); with GPU_CHECK_TAR=F
@@ -83,13 +84,16 @@ profile() {
 bench() {
   build/mysample bench --device cuda --json
 }
+large() {
+  build/mysample bench --device cuda --batch 256,512,1024 --vocab 128256 --json
+}
 ofast() {
   MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=--Ofast-compile=min build/mysample bench --device cuda --json
 }
 memcheck() {
   MYSAMPLE_CUDA_CACHE=off compute-sanitizer --tool memcheck --error-exitcode 9 build/tests/test_cuda
 }
-export -f info compile_cold bench ofast memcheck profile
+export -f info compile_cold bench large ofast memcheck profile
 for s in $steps; do
   case $s in
     info) step info 30 info ;;
@@ -98,6 +102,7 @@ for s in $steps; do
     cli) step cli 120 env MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh ;;
     figures) step figures 200 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
     bench) step bench 90 bench ;;
+    large) step large 90 large ;;
     ofast) step ofast 90 ofast ;;
     memcheck) step memcheck 150 memcheck ;;
     profile) step profile 240 profile ;;

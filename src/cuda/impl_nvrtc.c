@@ -30,10 +30,11 @@ static int ms__cu_extra_opts(const char **opts, int room) {
   if (!e || !*e) return 0;
   snprintf(buf, sizeof buf, "%s", e);
   for (p = buf; *p && n < room && n < 6;) {
-    while (*p == ' ') *p++ = 0;
+    while (*p == ' ') p++;
     if (!*p) break;
     opts[n++] = p;
     while (*p && *p != ' ') p++;
+    if (*p) *p++ = 0;   /* ends this option here (the last one read too) */
   }
   return n;
 }
@@ -157,29 +158,38 @@ static void ms__cu_cache_head(char *head, size_t size, const char *key, const si
   if (w > 0 && (size_t)w < size) snprintf(head + w, size - (size_t)w, "\n");
 }
 
-/* Reads the units of key from file into one buffer laid out by
-   ms__cu_layout; NULL when the file is missing, another key's, or short. */
-static char *ms__cu_read_cache(const char *file, const char *key, size_t *len, size_t *off, size_t *size) {
-  FILE *f = fopen(file, "rb");
+/* Reads the units of key from an open cache file into one buffer laid
+   out by ms__cu_layout; NULL when the file is another key's, malformed or
+   short. (tests/fuzz/fuzz_cuda_cache.c feeds it any bytes.) */
+static char *ms__cu_read_cache_f(FILE *f, const char *key, size_t *len, size_t *off, size_t *size) {
   char head[512], want[512], *p, *end;
   char *data = NULL;
   int u, ok = 1;
-  if (!f) return NULL;
   if (!fgets(head, sizeof head, f) || strncmp(head, "mysample-cuda-cache 2 ", 22) != 0 ||
-      !(p = strchr(head + 22, ' '))) { fclose(f); return NULL; }
+      !(p = strchr(head + 22, ' '))) return NULL;
   for (u = 0; u < MS__CU_UNITS && ok; u++) {
     unsigned long long n = strtoull(p, &end, 10);
     ok = end != p && n > 0 && n <= (1ULL << 30);
     len[u] = (size_t)n;
     p = end;
   }
+  /* the whole line again from the key and sizes: anything else in it
+     (a sign, spaces, another key) and the file is not ours */
   if (ok) ms__cu_cache_head(want, sizeof want, key, len);
-  if (!ok || strcmp(head, want) != 0) { fclose(f); return NULL; }
+  if (!ok || strcmp(head, want) != 0) return NULL;
   *size = ms__cu_layout(len, off);
   data = (char *)MS__CU_MALLOC(*size);
   for (u = 0; data && u < MS__CU_UNITS; u++) {
     if (fread(data + off[u], 1, len[u], f) != len[u]) { MS__CU_FREE(data); data = NULL; }
   }
+  return data;
+}
+
+static char *ms__cu_read_cache(const char *file, const char *key, size_t *len, size_t *off, size_t *size) {
+  FILE *f = fopen(file, "rb");
+  char *data;
+  if (!f) return NULL;
+  data = ms__cu_read_cache_f(f, key, len, off, size);
   fclose(f);
   return data;
 }
