@@ -75,4 +75,8 @@ for cxx in g++ clang++; do
   done
   run "compile $cxx MYSAMPLE_STATIC in two units" $cxx -x c++ -std=c++11 $W -I. -o "$tmp/s" "$tmp/s1.c" "$tmp/s2.c"
 done
+# the Windows branches (threads, timers) where a MinGW cross compiler is installed
+if command -v x86_64-w64-mingw32-gcc >/dev/null; then
+  run "compile MinGW (Windows) MYSAMPLE_THREADS" x86_64-w64-mingw32-gcc -std=c99 $W -DMYSAMPLE_THREADS -I. -o "$tmp/w.exe" "$tmp/impl.c" "$tmp/user.c"
+else echo "SKIP compile MinGW (Windows): x86_64-w64-mingw32-gcc not installed"; fi
 exit $fail

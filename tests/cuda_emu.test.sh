@@ -5,7 +5,8 @@
 # build/tests/test_cuda against it through MYSAMPLE_CUDA_DRIVER_PATH. Every
 # line it reports starts with "cuda-emu:", never a GPU test's plain name.
 # The penalty rounding test also runs on the FMA build (the kernels
-# contracted as NVRTC does). SKIP without a C++ compiler; the execution
+# contracted as NVRTC does), and a few on a one-SM device (every pass one
+# block per row). SKIP without a C++ compiler; the execution
 # tests SKIP without NVRTC (the launch code compiles the kernels with it,
 # and the emulator accepts the CUBIN). A driver error or leak the emulator
 # reports during test_cuda fails the run: the launch code made a bad call.
@@ -33,6 +34,18 @@ if grep -q '^\[cuda-emu\]' $dir/test_cuda.err; then
   grep '^\[cuda-emu\]' $dir/test_cuda.err | head -20
   echo "FAIL cuda-emu: the emulated driver reported errors or leaks during test_cuda (above)"; fail=1
 fi
+
+# a one-SM device: every batch of more than 6 rows runs its passes with
+# one block per row (G = 1, as large batches do on a GPU)
+for t in features batch_invariance draws_match logprobs_match greedy_batch; do
+  MYSAMPLE_CUDA_EMU_SMS=1 MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/tests/test_cuda --emu $t > $dir/test_cuda_1sm.log 2>&1 || fail=1
+  sed 's/^PASS cuda-emu:/PASS cuda-emu-1sm:/; s/^FAIL cuda-emu:/FAIL cuda-emu-1sm:/; s/^SKIP cuda-emu:/SKIP cuda-emu-1sm:/' $dir/test_cuda_1sm.log \
+    | grep -E '^(PASS|FAIL|SKIP) ' || { echo "FAIL cuda-emu-1sm: $t reported nothing"; fail=1; }
+  if grep -q '^\[cuda-emu\]' $dir/test_cuda_1sm.log; then
+    grep '^\[cuda-emu\]' $dir/test_cuda_1sm.log | head -20
+    echo "FAIL cuda-emu-1sm: the emulated driver reported errors or leaks during $t"; fail=1
+  fi
+done
 
 # examples/cuda_sample.c: on the emulator every row's token equals the CPU's;
 # with no driver it says why and samples on the CPU

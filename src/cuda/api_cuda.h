@@ -83,7 +83,8 @@ typedef struct ms_cuda_desc {
 } ms_cuda_desc;
 
 /* Device bytes ms_cuda_create allocates for desc (0 for an invalid desc):
-   logits work rows, mask bits, parameter blob, sequence counters.
+   logits work rows, mask bits, parameter blob, sequence counters, and a
+   41 KB selection state per row.
    Pinned host memory: 2 staging buffers of the blob's size on top.
    Thread safety: pure. */
 MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *desc);

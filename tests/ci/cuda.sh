@@ -54,6 +54,11 @@ for cxx in g++ clang++; do
     if $cxx -x c++ -std=$std $W -I. -o "$tmp/a" "$tmp/impl.c" -x c++ "$tmp/decl.c" -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cxx -std=$std"; else cat "$tmp/err"; bad "cuda header $cxx -std=$std"; fi
   done
 done
+# the Windows branches (LoadLibrary, SRW locks, _beginthreadex) where a
+# MinGW cross compiler is installed
+if command -v x86_64-w64-mingw32-gcc >/dev/null; then
+  if x86_64-w64-mingw32-gcc -std=c99 $W -I. -o "$tmp/w.exe" "$tmp/impl.c" "$tmp/decl.c" 2> "$tmp/err"; then pass "cuda header MinGW (Windows) -std=c99"; else cat "$tmp/err"; bad "cuda header MinGW (Windows)"; fi
+else echo "SKIP cuda header MinGW (Windows): x86_64-w64-mingw32-gcc not installed"; fi
 # every embedded literal run stays below MSVC's 2048-byte limit
 long=$(tools/embed.sh X src/cuda/kernels.cu | awk 'BEGIN{RS=",\n"} { if (length($0) > m) m = length($0) } END { print m + 0 }')
 if [ "$long" -lt 2000 ]; then pass "embed.sh chunks < 2000 bytes (longest $long)"; else bad "embed.sh chunk of $long bytes"; fi
