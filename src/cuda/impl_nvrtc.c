@@ -252,7 +252,7 @@ typedef struct ms__cu_job {
   const char *src;
   const char *opts[16];
   int n_opts, is_ptx;
-  char unit_opt[16];
+  char unit_opt[24];   /* "-DMS_UNIT=" and any int */
   const char *failed;   /* NULL, or the step that failed ... */
   int err, oom;         /* ... with NVRTC's code, or out of memory */
   char *data;           /* the binary (malloc) */
