@@ -1427,6 +1427,7 @@ MS__PRIVATE int ms__no_filters(const ms_params *p, int32_t V) {
 
 /* The draw: the first kept token in id order whose running weight exceeds
    u * mass. Walks block sums, then one block. */
+#define MS__DRAW_GROUP 8   /* blocks summed per call when the sums are not ready */
 MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
   ms__ws *w = R->w;
   double target = u * k->mass, cum = 0.0;
@@ -1452,10 +1453,12 @@ MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
     int32_t nb = (R->V + MS__BLOCK - 1) / MS__BLOCK, b, i;
     float *blocks = w->blocks;
     for (b = 0; b < nb; b++) {
-      if (!k->blocks_ready) {
-        /* kept weight of this block on demand: the walk stops early */
-        int32_t b0 = b * MS__BLOCK;
-        R->K->block_sums_ge(w->e + b0, R->V - b0 < MS__BLOCK ? R->V - b0 : MS__BLOCK, k->t, blocks + b);
+      if (!k->blocks_ready && (b & (MS__DRAW_GROUP - 1)) == 0) {
+        /* the kept weight of the next blocks on demand (the walk stops
+           early), a group per kernel call: one call per block spent
+           about as much on the call as on the block */
+        int32_t b0 = b * MS__BLOCK, len = MS__DRAW_GROUP * MS__BLOCK;
+        R->K->block_sums_ge(w->e + b0, R->V - b0 < len ? R->V - b0 : len, k->t, blocks + b);
       }
       if (blocks[b] > 0.0f) last = b;
       if (cum + (double)blocks[b] > target) break;
