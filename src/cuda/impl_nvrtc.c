@@ -292,10 +292,35 @@ static void ms__cu_job_run(ms__cu_job *j) {
   j->seconds = ms__cu_now() - t0;
 }
 
+/* A job on a thread of its own: start (0 when it cannot: the caller runs
+   the job itself) and join. 8 MB stacks: NVRTC's parser and optimiser
+   recurse, and some platforms' default thread stacks are far smaller than
+   a main thread's. MYSAMPLE_CUDA_NO_PTHREAD: never starts. */
 #if defined(_WIN32)
+typedef HANDLE ms__cu_thread;
 static unsigned __stdcall ms__cu_job_thread(void *p) { ms__cu_job_run((ms__cu_job *)p); return 0; }
+static int ms__cu_thread_start(ms__cu_thread *t, ms__cu_job *j) {
+  *t = (HANDLE)_beginthreadex(NULL, 8u << 20, ms__cu_job_thread, j, 0, NULL);
+  return *t != 0;
+}
+static void ms__cu_thread_join(ms__cu_thread t) { WaitForSingleObject(t, INFINITE); CloseHandle(t); }
 #elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
+typedef pthread_t ms__cu_thread;
 static void *ms__cu_job_thread(void *p) { ms__cu_job_run((ms__cu_job *)p); return NULL; }
+static int ms__cu_thread_start(ms__cu_thread *t, ms__cu_job *j) {
+  pthread_attr_t attr;
+  const int attr_ok = pthread_attr_init(&attr) == 0;
+  int ok;
+  if (attr_ok) pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+  ok = pthread_create(t, attr_ok ? &attr : NULL, ms__cu_job_thread, j) == 0;
+  if (attr_ok) pthread_attr_destroy(&attr);
+  return ok;
+}
+static void ms__cu_thread_join(ms__cu_thread t) { pthread_join(t, NULL); }
+#else
+typedef int ms__cu_thread;
+static int ms__cu_thread_start(ms__cu_thread *t, ms__cu_job *j) { (void)t; (void)j; return 0; }
+static void ms__cu_thread_join(ms__cu_thread t) { (void)t; }
 #endif
 
 /* Compiles every unit, units 1.. on threads of their own and unit 0 (the
@@ -306,14 +331,8 @@ static ms_result ms__cu_compile_units(const char *src, const char *const *opts, 
                                       const char *target, char **data, size_t *len, size_t *off, size_t *size,
                                       double *seconds, char *log, size_t log_size) {
   ms__cu_job jobs[MS__CU_UNITS];
+  ms__cu_thread th[MS__CU_UNITS];
   int started[MS__CU_UNITS];
-#if defined(_WIN32)
-  HANDLE th[MS__CU_UNITS];
-#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
-  pthread_t th[MS__CU_UNITS];
-  pthread_attr_t attr;
-  int attr_ok;
-#endif
   ms_result rc = MS_OK;
   int u, i;
   memset(jobs, 0, sizeof jobs);
@@ -325,34 +344,13 @@ static ms_result ms__cu_compile_units(const char *src, const char *const *opts, 
     snprintf(j->unit_opt, sizeof j->unit_opt, "-DMS_UNIT=%d", u);
     j->opts[i] = j->unit_opt;
     j->n_opts = i + 1;
-    started[u] = 0;
   }
-  /* 8 MB stacks: NVRTC's parser and optimiser recurse, and some
-     platforms' default thread stacks are far smaller than a main thread's */
-#if !defined(_WIN32) && !defined(MYSAMPLE_CUDA_NO_PTHREAD)
-  attr_ok = pthread_attr_init(&attr) == 0;
-  if (attr_ok) pthread_attr_setstacksize(&attr, (size_t)8 << 20);
-#endif
-  for (u = 1; u < MS__CU_UNITS; u++) {
-#if defined(_WIN32)
-    th[u] = (HANDLE)_beginthreadex(NULL, 8u << 20, ms__cu_job_thread, &jobs[u], 0, NULL);
-    started[u] = th[u] != 0;
-#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
-    started[u] = pthread_create(&th[u], attr_ok ? &attr : NULL, ms__cu_job_thread, &jobs[u]) == 0;
-#endif
-  }
-#if !defined(_WIN32) && !defined(MYSAMPLE_CUDA_NO_PTHREAD)
-  if (attr_ok) pthread_attr_destroy(&attr);
-#endif
+  started[0] = 0;
+  for (u = 1; u < MS__CU_UNITS; u++) started[u] = ms__cu_thread_start(&th[u], &jobs[u]);
   ms__cu_job_run(&jobs[0]);
   for (u = 1; u < MS__CU_UNITS; u++) {
-    if (!started[u]) { ms__cu_job_run(&jobs[u]); continue; }
-#if defined(_WIN32)
-    WaitForSingleObject(th[u], INFINITE);
-    CloseHandle(th[u]);
-#elif !defined(MYSAMPLE_CUDA_NO_PTHREAD)
-    pthread_join(th[u], NULL);
-#endif
+    if (started[u]) ms__cu_thread_join(th[u]);
+    else ms__cu_job_run(&jobs[u]);
   }
   for (u = 0; u < MS__CU_UNITS && rc == MS_OK; u++) {
     const ms__cu_job *j = &jobs[u];
