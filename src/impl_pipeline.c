@@ -796,10 +796,14 @@ MS__PRIVATE void ms__typ_resolve(ms__row *R, const float *e, float m, float s, i
     if (nl == T->r_lo && nh == T->r_hi) break;
     ms__typ_bounds(T->ec, nl, nh, &T->alo, &T->ahi, &T->blo, &T->bhi);
     {
-      ms__typ_zone A2 = *A, B2 = *B; /* values gathered in place */
+      /* the first level gathers into ws->qs, so the pass's lists stay
+         whole for the draw (ms__typ_draw_aid); later ones in place (the
+         gather never overtakes) */
+      ms__typ_zone A2 = *A, B2 = *B;
       double upA, upB, wB = B->w;
       A2.id = A->id_out; B2.id = B->id_out;
-      upA = ms__typ_gather(R, A->v, A->id, A->n, T->alo, T->ahi, &A2); /* in place: the gather never overtakes */
+      if (level == 0) { A2.v = w->qs; B2.v = w->qs + A->n; } /* disjoint zones: A->n + B->n <= V */
+      upA = ms__typ_gather(R, A->v, A->id, A->n, T->alo, T->ahi, &A2);
       upB = ms__typ_gather(R, B->v, B->id, B->n, T->blo, T->bhi, &B2);
       T->inner += upA + (wB - upB - B2.w);                            /* what moved inside the new zones */
       *A = A2; *B = B2;
@@ -856,6 +860,18 @@ MS__PRIVATE void ms__typ_band(const ms__ws *w, const float *e, const ms__typ_wal
   }
 }
 
+/* The draw's aid after HF's floor mode (ms__typ_aid): the pass's
+   cumulative weight above zone A is in ws->bcum; zone A's list (ids,
+   values) and zone B's, then those above it, are left as the pass's
+   expansion made them (narrowing gathers elsewhere). HF keeps every tie
+   at the cut, so what the walk left out lies outside [lo_w, hi_w]. */
+MS__PRIVATE void ms__typ_draw_aid(ms__ws *w, const ms__zone_out *zo, int32_t nb_all, float lo_w, float hi_w) {
+  ms__typ_aid *a = &w->aid;
+  a->n[0] = zo->na; a->id[0] = zo->ida; a->v[0] = zo->va; a->ge[0] = lo_w;
+  a->n[1] = zo->nb; a->id[1] = zo->idb; a->v[1] = zo->vb; a->ge[1] = nextafterf(hi_w, INFINITY);
+  a->n[2] = nb_all - zo->nb; a->id[2] = zo->idb + zo->nb; a->v[2] = zo->vb + zo->nb; a->ge[2] = 0.0f;
+}
+
 /* How ms__typical_row leaves the row of weights. */
 enum {
   MS__TYP_BAND,  /* zero what is dropped, by a pass over the row at the end */
@@ -874,14 +890,13 @@ enum {
    p; equal scores: the likelier, then the lower id first). mode: what
    happens to e (MS__TYP_*). smp, heavy, heavy_cut: what the exp pass
    left for the estimate (see ms__typ_estimate: smp, heavy_marks; NULL:
-   it reads its own). blocks_ok (or NULL): set when ws->blocks holds the
-   kept weight per block (HF's floor mode with few zone tokens). *kmass:
-   the weight kept; *kcount and *kmax
-   (count and largest weight kept) except in MS__TYP_FLOOR, whose
-   threshold goes to *floor (NULL in the other modes). */
+   it reads its own). aid_ok (or NULL): set when the draw's aid is left
+   (HF's floor mode; ms__typ_draw_aid). *kmass: the weight kept; *kcount
+   and *kmax (count and largest weight kept) except in MS__TYP_FLOOR,
+   whose threshold goes to *floor (NULL in the other modes). */
 MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double z, double ysum, float p, int hf,
                                  int mode, const ms__typ_sample *smp, const uint16_t *heavy, float heavy_cut,
-                                 int *blocks_ok, double *kmass, int32_t *kcount,
+                                 int *aid_ok, double *kmass, int32_t *kcount,
                                  float *kmax, float *floor) {
   ms__ws *w = R->w;
   const ms__kernels *K = R->K;
@@ -895,7 +910,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
   uint16_t *ma = (uint16_t *)w->kb, *mb = ma + (V + 31) / 32 * 2;
   float heavy_at = INFINITY;
   int ok = 0, zeroed = 0, heavy_b;
-  if (blocks_ok) *blocks_ok = 0;
+  if (aid_ok) *aid_ok = 0;
   memset(&T, 0, sizeof T);
   memset(&zo, 0, sizeof zo);
   T.yc = ysum / z; T.target = (double)p * z; T.r_hi = INFINITY; T.ec = (float)exp(T.yc);
@@ -934,7 +949,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
        only: later ones expand their marks into the same place. */
     heavy_b = mode == MS__TYP_FLOOR && attempt == 0 && heavy_n >= 0 && T.blo >= heavy_at;
     K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, heavy_b ? NULL : mb,
-             mode == MS__TYP_FLOOR ? w->blocks : NULL, &zo);
+             mode == MS__TYP_FLOOR ? w->bcum : NULL, &zo);
     zeroed = mode == MS__TYP_ZERO;
     zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
     if (mode != MS__TYP_FLOOR) {
@@ -990,25 +1005,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
     ok = 1;
   }
   ms__typ_band(w, e, &T, &lo_w, &hi_w);
-  if (mode == MS__TYP_FLOOR && hf && zo.core_plus_b && (zo.na + nb_all) * 64 <= V) {
-    /* the draw's block sums of the kept weight, from the pass's (all
-       above zone A): less what lies above the band, plus zone A's kept
-       tokens. HF keeps every tie at the cut, so what the walk left out
-       lies outside [lo_w, hi_w] (read before it is zeroed). Only for few
-       zone tokens: the ids come in order, so neighbours add to one block
-       on one chain through memory (about 13 cycles each), and a draw that
-       sums blocks as it walks costs about a pass over half the row. */
-    float *bl = w->blocks;
-    for (i = 0; i < nb_all; i++) {
-      float v = e[zo.idb[i]];
-      bl[zo.idb[i] / MS__BLOCK] -= v > hi_w ? v : 0.0f;
-    }
-    for (i = 0; i < zo.na; i++) {
-      float v = e[zo.ida[i]];
-      bl[zo.ida[i] / MS__BLOCK] += v >= lo_w ? v : 0.0f;
-    }
-    if (blocks_ok) *blocks_ok = 1;
-  }
+  if (mode == MS__TYP_FLOOR && hf && zo.core_plus_b && aid_ok) { ms__typ_draw_aid(w, &zo, nb_all, lo_w, hi_w); *aid_ok = 1; }
   for (i = T.kept; i < T.n; i++) e[w->ci[i]] = 0.0f; /* ties split off (llama.cpp) or beyond the cut */
   if (mode == MS__TYP_FLOOR) {
     /* kept: the inner mass and the walk's prefix; dropped above the band:
@@ -1055,7 +1052,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
    it (mode MS__TYP_ZERO or MS__TYP_FLOOR, see ms__typical_row); returns
    z, the weight of the whole row (0: nothing has weight). */
 MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int hf, int mode, double *kmass,
-                                     int32_t *kcount, float *kmax, float *floor, int *blocks_ok) {
+                                     int32_t *kcount, float *kmax, float *floor, int *aid_ok) {
   ms__ws *w = R->w;
   float *e = w->e, hcut = 0.0f;
   uint16_t *heavy = NULL;
@@ -1080,9 +1077,9 @@ MS__PRIVATE double ms__typical_whole(ms__row *R, float m, float s, float p, int 
   }
   z = ms__row_exp_sum_y(R, m, s, e, &ysum, hcut, heavy, sp);
   *kmass = 0.0; *kcount = 0; *kmax = 0.0f;
-  if (blocks_ok) *blocks_ok = 0;
+  if (aid_ok) *aid_ok = 0;
   if (floor) *floor = 1.40129846e-45f;
-  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, sp, heavy, hcut, blocks_ok, kmass, kcount, kmax, floor);
+  if (z > 0.0) ms__typical_row(R, e, m, s, z, ysum, p, hf, mode, sp, heavy, hcut, aid_ok, kmass, kcount, kmax, floor);
   return z;
 }
 
@@ -1101,6 +1098,7 @@ typedef struct ms__kept {
   double z_full;     /* joint profiles: the weight of the whole row (0 = not needed) */
   int materialized;  /* full row: ws->e holds the weights */
   int blocks_ready;  /* full row: ws->blocks holds the kept block sums */
+  int typ_aid;       /* full row: ws->bcum and ws->aid locate the draw's block */
 } ms__kept;
 
 /* Applies the profile's filters to a sorted candidate list with weights
@@ -1319,7 +1317,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     float t = 1.40129846e-45f; /* the smallest subnormal: keep every non-zero weight */
     double kept = z;       /* W(>= t), valid while kept_known */
     int kept_known = 1;
-    int typ_blocks = 0;    /* typical on the whole row left the kept block sums at t_typ */
+    int typ_blocks = 0;    /* typical on the whole row left the draw its aid at t_typ (ms__typ_aid) */
     float t_typ = 0.0f;
     k->materialized = 1;
     for (f = 0; f < MS__F_COUNT_; f++) {
@@ -1377,6 +1375,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
       if (mtk > 1) {
         ms__topk tm;
         int32_t nm;
+        typ_blocks = 0; /* the scan's buffers hold typical's lists for the draw */
         ms__topk_init(&tm, mtk, w->xv, w->xi, w->qs, w->qs2, w->cap, 1);
         ms__scan_all(R->K, w->e, V, NULL, &tm);
         nm = ms__topk_finish(&tm, w->tv, w->ti, w->ka, w->kb, w->ki);
@@ -1413,7 +1412,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     k->t = t;
     /* the draw walks block sums: when the kept weight is summed here,
        those sums come with it; else the draw sums blocks as it walks */
-    if (kept_known) { k->mass = kept; k->blocks_ready = typ_blocks && t == t_typ; }
+    if (kept_known) { k->mass = kept; k->typ_aid = typ_blocks && t == t_typ; }
     else { k->mass = R->K->block_sums_ge(w->e, V, t, w->blocks); k->blocks_ready = 1; }
   }
   return MS_OK;
@@ -1428,6 +1427,130 @@ MS__PRIVATE int ms__no_filters(const ms_params *p, int32_t V) {
 /* The draw: the first kept token in id order whose running weight exceeds
    u * mass. Walks block sums, then one block. */
 #define MS__DRAW_GROUP 8   /* blocks summed per call when the sums are not ready */
+/* The first of a[0..n) (ascending) >= key: a branch-free bisection. */
+MS__PRIVATE int32_t ms__lower_bound(const int32_t *a, int32_t n, int32_t key) {
+  const int32_t *base = a;
+  if (n <= 0) return 0;
+  while (n > 1) {
+    int32_t half = n / 2;
+    base = base[half - 1] < key ? base + half : base;
+    n -= half;
+  }
+  return (int32_t)(base - a) + (base[0] < key);
+}
+
+/* The kept weight before block b by typical's aid (ms__typ_aid): the
+   pass's weight above zone A there, plus zone A's kept tokens before
+   it, less zone B's and the above ones' dropped; pos[l]: where list l's
+   ids reach the block. scratch: room for the per-block sums of a list. */
+MS__PRIVATE double ms__typ_before(const ms__row *R, int32_t b, int32_t pos[3], float *scratch) {
+  const ms__typ_aid *a = &R->w->aid;
+  double c = R->w->bcum[b];
+  int l;
+  for (l = 0; l < 3; l++) {
+    double part;
+    pos[l] = ms__lower_bound(a->id[l], a->n[l], b * MS__BLOCK);
+    part = pos[l] > 0 ? R->K->block_sums_ge(a->v[l], pos[l], a->ge[l], scratch) : 0.0;
+    c += l == 0 ? part : -part;
+  }
+  return c;
+}
+
+/* The kept weight of block b by typical's aid, list positions pos[l]
+   at the block's start moved to its end. */
+MS__PRIVATE double ms__typ_block(const ms__ws *w, int32_t b, int32_t pos[3]) {
+  const ms__typ_aid *a = &w->aid;
+  double c = w->bcum[b + 1] - w->bcum[b];
+  int32_t end = (b + 1) * MS__BLOCK;
+  int l;
+  for (l = 0; l < 3; l++) {
+    int32_t p = pos[l];
+    for (; p < a->n[l] && a->id[l][p] < end; p++)
+      if (a->v[l][p] >= a->ge[l]) c += l == 0 ? (double)a->v[l][p] : -(double)a->v[l][p];
+    pos[l] = p;
+  }
+  return c;
+}
+
+/* The block holding the draw's target by typical's aid: the one whose
+   kept weight runs past target, its start's into *cum; -1: none found
+   (rounding at the very end). Tokens of the zone lists spread evenly
+   over the row, so the pass's cumulative weight scaled to the kept
+   mass points at the block; the kept weight before it is then summed
+   exactly and the block stepped from there (rarely more than one). */
+MS__PRIVATE int32_t ms__typ_draw_block(const ms__row *R, int32_t nb, double target, double mass, double *cum) {
+  const double *bc = R->w->bcum;
+  double t = mass > 0.0 ? target * (bc[nb] / mass) : target, c, d;
+  int32_t lo = 0, hi = nb, pos[3], step;
+  /* the last block whose pass weight before it is <= t */
+  while (hi - lo > 1) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (bc[mid] <= t) lo = mid; else hi = mid;
+  }
+  c = ms__typ_before(R, lo, pos, R->w->blocks);
+  for (step = 0; c > target && lo > 0 && step < 64; step++) c = ms__typ_before(R, --lo, pos, R->w->blocks);
+  if (c > target) return -1;
+  for (; lo < nb; lo++) {
+    d = ms__typ_block(R->w, lo, pos);
+    if (c + d > target) { *cum = c; return lo; }
+    c += d;
+  }
+  return -1;
+}
+
+/* v where v >= t, else 0; branch-free (a select compiled to a branch). */
+MS__FORCEINLINE float ms__ge_or_0(float v, float t) {
+  uint32_t b;
+  memcpy(&b, &v, 4);
+  b &= 0u - (uint32_t)(v >= t);
+  memcpy(&v, &b, 4);
+  return v;
+}
+
+/* The draw within block b of a full row, cum the kept weight before it:
+   the kept token where the running weight passes target, else the
+   block's last kept one (-1: none). */
+MS__PRIVATE int32_t ms__draw_in_block(ms__row *R, const ms__kept *k, int32_t b, double cum, double target) {
+  ms__ws *w = R->w;
+  int32_t b0 = b * MS__BLOCK, len = R->V - b0 < MS__BLOCK ? R->V - b0 : MS__BLOCK, i;
+  const float *e;
+  float t = k->materialized ? k->t : 0.0f;
+  int32_t pick = -1;
+  if (k->materialized) e = w->e + b0;
+  else {
+    /* recompute this block's weights with the same kernel */
+    float *blk = w->blk;
+    if (!R->sparse) R->K->exp_sum(R->x + b0, len, R->enable ? R->enable + b0 / 32 : NULL, k->m, k->s, blk, NULL);
+    else memset(blk, 0, (size_t)len * 4);
+    for (i = 0; i < R->n_touched; i++) {
+      int32_t id = w->touched[i];
+      if (id >= b0 && id < b0 + len) blk[id - b0] = ms__expf((w->ovr[id] - k->m) * k->s);
+    }
+    e = blk;
+  }
+  /* eight weights at a time, summed branch-free (whether a weight is
+     kept is a coin toss in a typical band: a test per token
+     mispredicted), to the eight that pass target; then token by token */
+  if (t < 1.40129846e-45f) t = 1.40129846e-45f; /* kept: > 0 too */
+  for (i = 0; i + 8 <= len; i += 8) {
+    const float *q = e + i;
+    float g = ((ms__ge_or_0(q[0], t) + ms__ge_or_0(q[1], t)) + (ms__ge_or_0(q[2], t) + ms__ge_or_0(q[3], t))) +
+              ((ms__ge_or_0(q[4], t) + ms__ge_or_0(q[5], t)) + (ms__ge_or_0(q[6], t) + ms__ge_or_0(q[7], t)));
+    if (cum + (double)g > target) break;
+    cum += (double)g;
+  }
+  for (; i < len; i++) {
+    if (e[i] >= t) {
+      pick = b0 + i;
+      cum += (double)e[i];
+      if (cum > target) return pick;
+    }
+  }
+  /* rounding: target at the block's very end; its last kept token */
+  for (i = len - 1; i >= 0 && pick < 0; i--) if (e[i] >= t) pick = b0 + i;
+  return pick;
+}
+
 MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
   ms__ws *w = R->w;
   double target = u * k->mass, cum = 0.0;
@@ -1450,8 +1573,18 @@ MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
     return last;
   }
   {
-    int32_t nb = (R->V + MS__BLOCK - 1) / MS__BLOCK, b, i;
+    int32_t nb = (R->V + MS__BLOCK - 1) / MS__BLOCK, b;
     float *blocks = w->blocks;
+    if (k->typ_aid) {
+      /* the block by bisection; none, or one without a kept token
+         (rounding at the very end): the walk below decides */
+      b = ms__typ_draw_block(R, nb, target, k->mass, &cum);
+      if (b >= 0) {
+        int32_t pick = ms__draw_in_block(R, k, b, cum, target);
+        if (pick >= 0) return pick;
+      }
+      cum = 0.0;
+    }
     for (b = 0; b < nb; b++) {
       if (!k->blocks_ready && (b & (MS__DRAW_GROUP - 1)) == 0) {
         /* the kept weight of the next blocks on demand (the walk stops
@@ -1465,32 +1598,7 @@ MS__PRIVATE int32_t ms__draw(ms__row *R, const ms__kept *k, double u) {
       cum += (double)blocks[b];
     }
     if (b == nb) { if (last < 0) return -1; b = last; cum -= (double)blocks[b]; }
-    {
-      int32_t b0 = b * MS__BLOCK, len = R->V - b0 < MS__BLOCK ? R->V - b0 : MS__BLOCK;
-      const float *e;
-      float t = k->materialized ? k->t : 0.0f;
-      int32_t pick = -1;
-      if (k->materialized) e = w->e + b0;
-      else {
-        /* recompute this block's weights with the same kernel */
-        float *blk = w->blk;
-        if (!R->sparse) R->K->exp_sum(R->x + b0, len, R->enable ? R->enable + b0 / 32 : NULL, k->m, k->s, blk, NULL);
-        else memset(blk, 0, (size_t)len * 4);
-        for (i = 0; i < R->n_touched; i++) {
-          int32_t id = w->touched[i];
-          if (id >= b0 && id < b0 + len) blk[id - b0] = ms__expf((w->ovr[id] - k->m) * k->s);
-        }
-        e = blk;
-      }
-      for (i = 0; i < len; i++) {
-        if (e[i] >= t && e[i] > 0.0f) {
-          pick = b0 + i;
-          cum += (double)e[i];
-          if (cum > target) return pick;
-        }
-      }
-      return pick;
-    }
+    return ms__draw_in_block(R, k, b, cum, target);
   }
 }
 

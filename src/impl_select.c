@@ -229,6 +229,19 @@ MS__PRIVATE void ms__sort_by_id(int32_t *id, float *v, int32_t n) {
 #define MS__HEAP_K_MAX 1024   /* top-k up to this uses the threshold scan */
 #define MS__SAMPLE 1024       /* sample size of the threshold estimate */
 
+/* What HF's typical on the whole row leaves the draw (ms__typ_draw_aid):
+   the kept weight before block b is bcum[b] (the zone pass's weight above
+   zone A) plus list 0's, less lists 1's and 2's, over their ids before
+   b * MS__BLOCK with values >= ge[l]. Lists (ascending ids, values):
+   zone A (its kept tokens), zone B (its dropped ones) and those above
+   zone B (all dropped). */
+typedef struct ms__typ_aid {
+  int32_t n[3];
+  const int32_t *id[3];
+  const float *v[3];
+  float ge[3];
+} ms__typ_aid;
+
 typedef struct ms__ws {
   int32_t cap;              /* max_vocab */
   float *e;                 /* exp weights of the row (cap) */
@@ -242,6 +255,8 @@ typedef struct ms__ws {
   float *xv; int32_t *xi;   /* top-k tie buffer (cap) */
   float *qs, *qs2;          /* selection scratch (cap each) */
   float *blocks;            /* per-block sums (cap / MS__BLOCK + 1) */
+  double *bcum;             /* typical: cumulative block sums (cap / MS__BLOCK + 2) */
+  ms__typ_aid aid;          /* typical: the draw's lists (see ms__typ_aid) */
   float *sv; int32_t *si;   /* sample (2 * MS__SAMPLE: values, scratch) */
   float *blk;               /* one block of weights (MS__BLOCK) */
   uint32_t *ka, *kb; int32_t *ki; /* radix sort scratch (cap) */
@@ -260,6 +275,7 @@ MS__PRIVATE size_t ms__ws_size(int32_t cap, int32_t hist) {
   s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
   s += 2 * ms__align_up(v * 4, 64);          /* qs, qs2 */
   s += ms__align_up(nb * 4, 64);
+  s += ms__align_up((nb + 1) * 8, 64);
   s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
   s += ms__align_up(MS__BLOCK * 4, 64);
   s += ms__align_up((size_t)hist * 4, 64);
@@ -281,6 +297,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap, int32_t hist) {
   MS__TAKE(enable, uint32_t, words); MS__TAKE(mask, uint32_t, words); MS__TAKE(touched_bits, uint32_t, words);
   MS__TAKE(qs, float, v); MS__TAKE(qs2, float, v);
   MS__TAKE(blocks, float, nb);
+  MS__TAKE(bcum, double, 2 * (nb + 1));
   MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
   MS__TAKE(blk, float, MS__BLOCK);
   MS__TAKE(hz, int32_t, hist);

@@ -151,10 +151,11 @@ typedef struct ms__kernels {
      B = [b2, b3] marked in ma / mb (16-bit halves of bit words, lane i:
      bit i % 16 of half i / 16, (n + 31) / 32 * 2 halves), the core
      [c0, c1] summed (with stats also counted and its max; ms__zone_out);
-     with zero_out e is zeroed outside the three; blocks (or NULL): the
-     core's weight per MS__BLOCK */
+     with zero_out e is zeroed outside the three; cum (or NULL): the
+     core's weight before each MS__BLOCK, summed as core_mass is (cum[b]
+     for block b, the whole at cum[nb]) */
   void (*zones)(float *e, int32_t n, const float bounds[4], const float core[2], int zero_out, int stats, uint16_t *ma,
-                uint16_t *mb, float *blocks, ms__zone_out *o);
+                uint16_t *mb, double *cum, ms__zone_out *o);
   /* exp_sum writing the weights, plus the sum of e * (x - m) * s; with
      marks, the lanes whose weight is >= cut marked (as zones) and one lane
      in 16 sampled: its (x - m) * s into sy and weight into se, *n_sample

@@ -255,7 +255,7 @@ TEST(test_typical_draws_follow_probs) {
     for (sg = 0; sg < 2; sg++) {
       int V = vocabs[vi];
       for (i = 0; i < V; i++) x[i] = t_normal(sg ? 3.0 : 1.0);
-      for (cfg = 0; cfg < 4; cfg++) {
+      for (cfg = 0; cfg < 5; cfg++) {
         ms_params p = ms_params_profile_default(MS_PROFILE_HF);
         ms_output out;
         double sum = 0.0;
@@ -265,6 +265,7 @@ TEST(test_typical_draws_follow_probs) {
         if (cfg == 1) { p.typical_p = 0.5f; p.temperature = 0.7f; }
         if (cfg == 2) { p.typical_p = 0.9f; p.epsilon_cutoff = 3e-4f; } /* a later cut: blocks summed again */
         if (cfg == 3) p.eta_cutoff = 3e-4f;                              /* no typical */
+        if (cfg == 4) { p.typical_p = 0.9f; p.min_tokens_to_keep = 3; } /* a scan after typical, no new cut */
         {
           ms_result rc = ms_probs(sm, x, V, &p, seq, probs);
           CHECK_MSG(rc == MS_OK, "V %d sigma %d config %d: ms_probs: %s", V, sg ? 3 : 1, cfg, ms_result_str(rc));
