@@ -87,6 +87,13 @@ static const uint32_t ms__compress_lut_avx2[256] = {
   _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), \
     _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
                                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
+#define MSV_IDX_T __m256i
+#define MSV_IDX_INIT(base) _mm256_add_epi32(_mm256_set1_epi32(base), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define MSV_IDX_NEXT(v) _mm256_add_epi32((v), _mm256_set1_epi32(8))
+#define MSV_COMPRESS_IDX(ids, m, v) \
+  _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_permutevar8x32_epi32((v), \
+    _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
+                                       _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
 #define MSV_POW2N(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #if MSV_ENABLED
 MSV_TARGET static inline float ms__hsum_avx2(__m256 v) {

@@ -54,6 +54,13 @@
 /* the ids alone (the values are read back later where few are kept) */
 #define MSV_COMPRESS_IDS(ids, m, base) \
   _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))))
+/* the same from a vector of ids carried along a loop (MSV_IDX_INIT at
+   the first lane, MSV_IDX_NEXT a vector on): no broadcast per vector,
+   which shared the compress's port */
+#define MSV_IDX_T __m512i
+#define MSV_IDX_INIT(base) _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define MSV_IDX_NEXT(v) _mm512_add_epi32((v), _mm512_set1_epi32(16))
+#define MSV_COMPRESS_IDX(ids, m, v) _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), (v)))
 #define MSV_SELZ(m, v) _mm512_maskz_mov_ps(m, v)
 /* the indices k0 + j of the nonzero 32-bit words among the 16 at p (any
    type) appended to nz at *nn */
