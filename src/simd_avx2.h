@@ -83,6 +83,10 @@ static const uint32_t ms__compress_lut_avx2[256] = {
     _mm256_storeu_ps((vals), _mm256_permutevar8x32_ps((x), sel_)); \
     _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), sel_)); \
   } while (0)
+#define MSV_COMPRESS_VALS(vals, m, x) \
+  _mm256_storeu_ps((vals), _mm256_permutevar8x32_ps((x), \
+    _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
+                                       _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
 #define MSV_COMPRESS_IDS(ids, m, base) \
   _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), \
     _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \

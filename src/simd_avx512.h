@@ -51,6 +51,8 @@
     _mm512_storeu_ps((vals), _mm512_maskz_compress_ps((m), (x))); \
     _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)))); \
   } while (0)
+/* the values alone (a selection that wants only the threshold) */
+#define MSV_COMPRESS_VALS(vals, m, x) _mm512_storeu_ps((vals), _mm512_maskz_compress_ps((m), (x)))
 /* the ids alone (the values are read back later where few are kept) */
 #define MSV_COMPRESS_IDS(ids, m, base) \
   _mm512_storeu_si512((void *)(ids), _mm512_maskz_compress_epi32((m), _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))))

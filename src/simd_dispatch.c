@@ -121,9 +121,10 @@ typedef struct ms__kernels {
      or -1 when more than cap */
   int32_t (*compact_ge)(const float *x, int32_t n, const uint32_t *enable, float cut, int32_t *ids, float *vals, int32_t cap);
   /* weight of v > hi into *above (the values, or their count in
-     count_mode), the lanes with lo <= v <= hi and v > 0 gathered and
-     their weight into *inside; returns their count, -1 past cap. dense:
-     many lanes expected in (gather branch-free) */
+     count_mode), the lanes with lo <= v <= hi and v > 0 gathered (their
+     positions into ids unless NULL, values into vals) and their weight
+     into *inside; returns their count, -1 past cap. dense: many lanes
+     expected in (gather branch-free) */
   int32_t (*bracket)(const float *v, int32_t n, float lo, float hi, int count_mode, int dense, double *above, double *inside, int32_t *ids, float *vals, int32_t cap);
   /* per-block sums of v over lanes with v >= t */
   double (*block_sums_ge)(const float *v, int32_t n, float t, float *blocks);

@@ -34,6 +34,7 @@
 #undef MSV_HAVE_COMPRESS
 #undef MSV_COMPRESS
 #undef MSV_COMPRESS_IDS
+#undef MSV_COMPRESS_VALS
 #undef MSV_IDX_T
 #undef MSV_IDX_INIT
 #undef MSV_IDX_NEXT
