@@ -44,13 +44,14 @@ MS__PRIVATE void ms__chain_sort(ms__chain *C) {
 }
 
 /* p[i] = softmax of the list (float, as llama_sampler_softmax_impl). */
-MS__PRIVATE void ms__chain_softmax(ms__chain *C, float *p) {
+MS__PRIVATE float ms__chain_softmax(ms__chain *C, float *p) {
   ms__ws *w = C->R->w;
   int32_t i;
   float z;
-  if (C->n == 0) return;
+  if (C->n == 0) return 0.0f;
   z = (float)(C->R->K->exp_sum(w->cv, C->n, NULL, w->cv[0], 1.0f, p, NULL) + C->z_extra);
   for (i = 0; i < C->n; i++) p[i] /= z;
+  return z;
 }
 
 /* -- penalties over a window (llama_sampler_penalties) ------------------------
@@ -404,14 +405,24 @@ MS__PRIVATE void ms__chain_temp(ms__chain *C, float T) {
 MS__PRIVATE void ms__chain_dynatemp(ms__chain *C) {
   const ms_params *pr = C->R->p;
   float *p = C->R->w->e, T = pr->temperature, d = pr->dynatemp_range, lo, hi, hmax, h = 0.0f, t_dyn;
-  int32_t i;
   if (d <= 0.0f) { ms__chain_temp(C, T); return; }
   if (C->size <= 1) return;
   lo = T - d > 0.0f ? T - d : 0.0f;
   hi = T + d;
   hmax = -logf(1.0f / (float)C->size);
-  ms__chain_softmax(C, p);
-  for (i = 0; i < C->n; i++) if (p[i] > 0.0f) h -= p[i] * logf(p[i]);
+  {
+    /* -sum p ln p with ln p = (l - l_max) - ln z (the list is sorted:
+       l_max first): the mass and a weighted sum in vector, no log per
+       token (a logf per token was the stage's whole cost, about 1x
+       floor_softmax on llama.cpp's full-row chain) */
+    const float tiny = 1.40129846e-45f;
+    ms__ws *w = C->R->w;
+    double z = (double)ms__chain_softmax(C, p), mass;
+    if (C->n > 0 && z > 0.0) {
+      mass = C->R->K->block_sums_ge(p, C->n, tiny, w->blocks);
+      h = (float)(log(z) * mass - C->R->K->wdot(p, w->cv, C->n, NULL, tiny, w->cv[0], 1.0f));
+    }
+  }
   t_dyn = lo + (hi - lo) * powf(h / hmax, pr->dynatemp_exponent);
   ms__chain_temp(C, t_dyn);
 }

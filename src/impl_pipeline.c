@@ -902,7 +902,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
   const ms__kernels *K = R->K;
   const int32_t V = R->V;
   double r_max;
-  float lo_w, hi_w, bounds[4], core[2];
+  float lo_w, hi_w, bounds[4];
   ms__typ_zone A, B;
   ms__typ_walk T;
   ms__zone_out zo;
@@ -936,31 +936,24 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
        above the band included), and with MS__TYP_ZERO everything beyond
        zeroed */
     bounds[0] = T.alo; bounds[1] = T.ahi; bounds[2] = T.blo; bounds[3] = mode == MS__TYP_FLOOR ? INFINITY : T.bhi;
-    core[0] = nextafterf(T.ahi, INFINITY); core[1] = nextafterf(T.blo, 0.0f);
-    if (!(core[0] <= core[1])) {
-      /* the zones meet at ec: no core (a NaN bit pattern no weight has) */
-      union { uint32_t u; float f; } nan_bits;
-      nan_bits.u = 0xFFFFFFFFu;
-      core[0] = core[1] = nan_bits.f;
-    }
     /* MS__TYP_FLOOR's zone B, [blo, inf), is the likeliest tokens: when
        the estimate's heavy list (ws->ci, ws->qs) holds all of them, it is
        read from there and the pass marks zone A alone. The first attempt
        only: later ones expand their marks into the same place. */
     heavy_b = mode == MS__TYP_FLOOR && attempt == 0 && heavy_n >= 0 && T.blo >= heavy_at;
-    K->zones(e, V, bounds, core, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, heavy_b ? NULL : mb,
+    K->zones(e, V, bounds, mode == MS__TYP_ZERO, mode == MS__TYP_ZERO, ma, heavy_b ? NULL : mb,
              mode == MS__TYP_FLOOR ? w->bcum : NULL, &zo);
     zeroed = mode == MS__TYP_ZERO;
     zo.na = ms__marks_expand(R, ma, e, zo.ida, zo.va, V, &A.w);
     if (mode != MS__TYP_FLOOR) {
       zo.nb = ms__marks_expand(R, mb, e, zo.idb, zo.vb, V, &B.w);
       nb_all = zo.nb;
-      if (zo.core_plus_b) {
-        /* bhi = inf: the pass took its floor form (ms__zones), summing
-           all above zone A; the core is that less zone B */
-        zo.core_mass -= B.w;
-        if (zo.core_mass < 0.0) zo.core_mass = 0.0;
-      }
+      /* the pass summed (and counted) [alo, bhi] whole: the core is that
+         less the zones; at bhi = inf without stats it took its floor
+         form (ms__zones), all above zone A: less zone B */
+      if (zo.core_plus_b) zo.core_mass -= B.w;
+      else { zo.core_mass -= A.w + B.w; zo.core_count -= zo.na + zo.nb; }
+      if (zo.core_mass < 0.0) zo.core_mass = 0.0;
     } else {
       /* the zone B proper first, what lies above it after, both in id
          order (gathered in vector from the list of [blo, inf): the
@@ -1022,7 +1015,7 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
        of them stay is as good as random) */
     double km = zo.core_mass;
     int32_t kc = zo.core_count;
-    float kx = zo.core_max;
+    float kx = 0.0f;
     int side;
     for (side = 0; side < 2; side++) {
       const int32_t *ids = side ? zo.idb : zo.ida, nn = side ? zo.nb : zo.na;
@@ -1037,6 +1030,10 @@ MS__PRIVATE void ms__typical_row(ms__row *R, float *e, float m, float s, double 
         kx = kv > kx ? kv : kx;
       }
     }
+    /* zone B lies above the core: the largest kept weight is a kept B
+       token's, else the core's (or A's), read off the row, which now
+       holds the kept set alone (rare: B keeps one unless it is empty) */
+    if (!(kx >= T.blo)) kx = K->floor_max(e, V);
     *kmass = km; *kcount = kc; *kmax = kx;
     return;
   }

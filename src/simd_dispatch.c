@@ -96,14 +96,14 @@ typedef struct ms__topk {
 
 /* A zone pass of typical's band search (ms__zones): the two zones'
    tokens (ids, values: expanded by the caller from the pass's marks), the
-   core's weight, count, largest. */
+   core's weight and count (the pass's include both zones' until the
+   caller takes them off). */
 typedef struct ms__zone_out {
   int32_t *ida, *idb;
   float *va, *vb;
   int32_t na, nb, core_count;
-  int core_plus_b;       /* core_mass includes zone B's weight */
+  int core_plus_b;       /* floor mode: core_mass is all above zone A */
   double core_mass;
-  float core_max;
 } ms__zone_out;
 
 /* The kernel table: one set of function pointers per instruction set. */
@@ -150,13 +150,13 @@ typedef struct ms__kernels {
   double (*exp_where)(const float *x, const float *e, int32_t n, float m, float s, float cut, float *out, float *blocks);
   /* typical's band search over e: the lanes of zones A = [b0, b1] and
      B = [b2, b3] marked in ma / mb (16-bit halves of bit words, lane i:
-     bit i % 16 of half i / 16, (n + 31) / 32 * 2 halves), the core
-     [c0, c1] summed (with stats also counted and its max; ms__zone_out);
-     with zero_out e is zeroed outside the three; cum (or NULL): the
-     core's weight before each MS__BLOCK, summed as core_mass is (cum[b]
-     for block b, the whole at cum[nb]) */
-  void (*zones)(float *e, int32_t n, const float bounds[4], const float core[2], int zero_out, int stats, uint16_t *ma,
-                uint16_t *mb, double *cum, ms__zone_out *o);
+     bit i % 16 of half i / 16, (n + 31) / 32 * 2 halves), [b0, b3]
+     summed (with stats also counted; ms__zone_out; floor mode: all
+     above b1); with zero_out e is zeroed outside [b0, b3]; cum (or
+     NULL): what is summed before each MS__BLOCK, as core_mass sums it
+     (cum[b] for block b, the whole at cum[nb]) */
+  void (*zones)(float *e, int32_t n, const float bounds[4], int zero_out, int stats, uint16_t *ma, uint16_t *mb,
+                double *cum, ms__zone_out *o);
   /* exp_sum writing the weights, plus the sum of e * (x - m) * s; with
      marks, the lanes whose weight is >= cut marked (as zones) and one lane
      in 16 sampled: its (x - m) * s into sy and weight into se, *n_sample
