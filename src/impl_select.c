@@ -257,7 +257,7 @@ typedef struct ms__ws {
   float *blocks;            /* per-block sums (cap / MS__BLOCK + 1) */
   double *bcum;             /* typical: cumulative block sums (cap / MS__BLOCK + 2) */
   ms__typ_aid aid;          /* typical: the draw's lists (see ms__typ_aid) */
-  float *sv; int32_t *si;   /* sample (2 * MS__SAMPLE: values, scratch) */
+  float *sv;                /* a strided sample of a row (2 * MS__SAMPLE) */
   float *blk;               /* one block of weights (MS__BLOCK) */
   uint32_t *ka, *kb; int32_t *ki; /* radix sort scratch (cap) */
   int32_t *pend;            /* deferred penalised ids (cap) */
@@ -276,7 +276,7 @@ MS__PRIVATE size_t ms__ws_size(int32_t cap, int32_t hist) {
   s += 2 * ms__align_up(v * 4, 64);          /* qs, qs2 */
   s += ms__align_up(nb * 4, 64);
   s += ms__align_up((nb + 1) * 8, 64);
-  s += 2 * ms__align_up(2 * MS__SAMPLE * 4, 64);
+  s += ms__align_up(2 * MS__SAMPLE * 4, 64);
   s += ms__align_up(MS__BLOCK * 4, 64);
   s += ms__align_up((size_t)hist * 4, 64);
   return s;
@@ -298,7 +298,7 @@ MS__PRIVATE ms__ws *ms__ws_layout(void *mem, int32_t cap, int32_t hist) {
   MS__TAKE(qs, float, v); MS__TAKE(qs2, float, v);
   MS__TAKE(blocks, float, nb);
   MS__TAKE(bcum, double, 2 * (nb + 1));
-  MS__TAKE(sv, float, 2 * MS__SAMPLE); MS__TAKE(si, int32_t, 2 * MS__SAMPLE);
+  MS__TAKE(sv, float, 2 * MS__SAMPLE);
   MS__TAKE(blk, float, MS__BLOCK);
   MS__TAKE(hz, int32_t, hist);
   w->hist_cap = hist;
