@@ -77,27 +77,23 @@ static const uint32_t ms__compress_lut_avx2[256] = {
 0x00007654u, 0x00076540u, 0x00076541u, 0x00765410u, 0x00076542u, 0x00765420u, 0x00765421u, 0x07654210u,
 0x00076543u, 0x00765430u, 0x00765431u, 0x07654310u, 0x00765432u, 0x07654320u, 0x07654321u, 0x76543210u
 };
+/* the permutation that packs the lanes of m to the front */
+#define MS__AVX2_SEL(m) \
+  _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
+                                     _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))
 #define MSV_COMPRESS(ids, vals, m, x, base) do { \
-    __m256i sel_ = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
-                                    _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15)); \
+    __m256i sel_ = MS__AVX2_SEL(m); \
     _mm256_storeu_ps((vals), _mm256_permutevar8x32_ps((x), sel_)); \
     _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), sel_)); \
   } while (0)
-#define MSV_COMPRESS_VALS(vals, m, x) \
-  _mm256_storeu_ps((vals), _mm256_permutevar8x32_ps((x), \
-    _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
-                                       _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
+#define MSV_COMPRESS_VALS(vals, m, x) _mm256_storeu_ps((vals), _mm256_permutevar8x32_ps((x), MS__AVX2_SEL(m)))
 #define MSV_COMPRESS_IDS(ids, m, base) \
-  _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), \
-    _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
-                                       _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
+  _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_add_epi32(_mm256_set1_epi32(base), MS__AVX2_SEL(m)))
 #define MSV_IDX_T __m256i
 #define MSV_IDX_INIT(base) _mm256_add_epi32(_mm256_set1_epi32(base), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define MSV_IDX_NEXT(v) _mm256_add_epi32((v), _mm256_set1_epi32(8))
 #define MSV_COMPRESS_IDX(ids, m, v) \
-  _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_permutevar8x32_epi32((v), \
-    _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ms__compress_lut_avx2[MSV_BITS(m)]), \
-                                       _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15))))
+  _mm256_storeu_si256((__m256i *)(void *)(ids), _mm256_permutevar8x32_epi32((v), MS__AVX2_SEL(m)))
 #define MSV_POW2N(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #if MSV_ENABLED
 MSV_TARGET static inline float ms__hsum_avx2(__m256 v) {
