@@ -1228,6 +1228,35 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
   for (j = 0; j < n; j++) k->mass += (double)ce[j];
 }
 
+/* SGLang cuts its sorted list by position (ties ordered by id): top-k
+   keeps exactly k, top-p keeps a position iff the mass before it is
+   <= lim. On the full row the thresholds are values, so the weights tied
+   at t past the last kept position are zeroed here, in id order (ties
+   all weigh the same). k: top-k's k when its threshold is t, else -1;
+   top_p: top-p's threshold is t, lim its mass, km = W(>= t). Returns
+   whether weights were zeroed. Rare: the cut must fall inside a tie. */
+MS__PRIVATE int ms__joint_ties(ms__row *R, float t, int32_t k, int top_p, double lim, double km) {
+  float *e = R->w->e;
+  int32_t V = R->V, keep = INT32_MAX, n_eq, i, seen = 0;
+  double w_gt, w_eq, c_gt;
+  /* top-p: every tie stays while the last one's mass before it fits */
+  if (k < 0 && !(km - (double)t > lim)) return 0;
+  n_eq = R->K->bracket(e, V, t, t, 1, 1, &c_gt, &w_eq, NULL, R->w->cv, V);
+  if (n_eq <= 1) return 0;
+  if (k >= 0 && k - (int32_t)c_gt < n_eq) keep = k - (int32_t)c_gt;
+  if (top_p) {
+    int32_t q = 0;
+    (void)R->K->bracket(e, V, t, t, 0, 1, &w_gt, &w_eq, NULL, R->w->cv, V);
+    while (q < n_eq && w_gt + (double)q * (double)t <= lim) q++;
+    if (q < 1) q = 1; /* the threshold's first position always stays (rounding) */
+    if (q < keep) keep = q;
+  }
+  if (keep >= n_eq) return 0;
+  for (i = 0; i < V; i++)
+    if (e[i] == t && ++seen > keep) e[i] = 0.0f;
+  return 1;
+}
+
 /* Builds the kept set of a random row. */
 MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   const ms_params *p = R->p;
@@ -1332,6 +1361,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     int kept_known = 1;
     int typ_blocks = 0;    /* typical on the whole row left the draw its aid at t_typ (ms__typ_aid) */
     float t_typ = 0.0f;
+    float tie_k = -1.0f, tie_p = -1.0f; /* joint: top-k / top-p thresholds whose ties are cut by position */
+    double tie_lim = 0.0, tie_km = 0.0;
     k->materialized = 1;
     for (f = 0; f < MS__F_COUNT_; f++) {
       switch (R->r->filters[f]) {
@@ -1342,6 +1373,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
           if (k_on) {
             double cnt;
             float tk = ms__select(w, R->K, w->e, V, 1, t, (double)kk, 0.0, &cnt);
+            if (R->r->topk_exact && cnt > (double)kk) { tie_k = tk; }
             if (tk > t) { t = tk; kept_known = 0; }
           }
           break;
@@ -1369,8 +1401,12 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
           if (p->top_p < 1.0f) {
             /* joint (SGLang): p of the whole row, whatever was cut before */
             double mass = R->r->joint ? z : kept_known ? kept : R->K->block_sums_ge(w->e, V, t, w->blocks);
-            double km;
-            float tp = ms__select(w, R->K, w->e, V, 0, t, (double)p->top_p * mass, mass, &km);
+            double km, lim = (double)p->top_p * mass;
+            /* SGLang keeps a position iff the mass before it is <= p: the
+               last value kept is the largest whose W(>= v) exceeds p
+               strictly (W(>= v) >= the next double up) */
+            float tp = ms__select(w, R->K, w->e, V, 0, t, R->r->joint ? nextafter(lim, INFINITY) : lim, mass, &km);
+            if (R->r->joint) { tie_p = tp; tie_lim = lim; tie_km = km; }
             if (tp > t) { t = tp; kept = km; kept_known = 1; }
             else if (R->r->joint) kept_known = 0; /* top-p did not bind: kept is what was there */
             else { kept = mass; kept_known = 1; }
@@ -1380,6 +1416,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
       }
     }
     if (t > 1.0f) { t = 1.0f; kept_known = 0; } /* the max (weight 1) always stays */
+    if (R->r->joint && (tie_k == t || tie_p == t) && ms__joint_ties(R, t, tie_k == t ? kk : -1, tie_p == t, tie_lim, tie_km))
+      kept_known = 0;
     if (hf_extra) {
       /* HF: min_tokens_to_keep floors top-p and min-p; then epsilon and eta
          cut the current distribution, floored the same way */

@@ -192,10 +192,41 @@ static int borderline(tcase *c, const float *want) {
   return flip;
 }
 
+/* Rows of a few distinct values, each held by a crowd of tokens at
+   random ids (the rest -inf or far below), so the cuts of top-k and top-p
+   fall inside ties: where the profiles differ (vLLM and HF keep every
+   tie of the cut value; SGLang cuts its list by position, ties by id).
+   Thresholds are chosen around the crowds' boundaries. */
+static void make_tie_case(tcase *c, int V, int profile) {
+  int i, lv, n_levels = 1 + (int)(rnd() % 4), sizes[4], total = 0;
+  float levels[4];
+  c->V = V;
+  for (i = 0; i < V; i++) c->x[i] = (rnd() % 3 == 0) ? -INFINITY : -40.0f - (float)(rnd() % 8);
+  for (lv = 0; lv < n_levels; lv++) {
+    levels[lv] = (lv == 0 ? 0.0f : levels[lv - 1]) - (float)(rnd() % 5 + 1) * 0.37f;
+    sizes[lv] = 1 + (int)(rnd() % (unsigned)(V / (2 * n_levels) > 1 ? V / (2 * n_levels) : 1));
+    if (rnd() % 4 == 0) sizes[lv] = 1 + (int)(rnd() % 4);
+    for (i = 0; i < sizes[lv]; i++) c->x[rnd() % (unsigned)V] = levels[lv];
+    total += sizes[lv];
+  }
+  c->p = ms_params_default();
+  c->p.profile = (ms_profile)profile;
+  c->p.temperature = (float[]){0.5f, 1.0f, 1.3f}[rnd() % 3];
+  c->n_prompt = 0; c->n_output = 0;
+  switch (rnd() % 4) {
+    case 0: c->p.top_k = 1 + (int32_t)(rnd() % (unsigned)(total + 1)); break;
+    case 1: c->p.top_p = (float)(1 + rnd() % 63) / 64.0f; break;
+    case 2: c->p.top_k = 1 + (int32_t)(rnd() % (unsigned)(total + 1)); c->p.top_p = (float)(1 + rnd() % 63) / 64.0f; break;
+    default: c->p.top_k = 1 + (int32_t)(rnd() % (unsigned)(total + 1)); c->p.top_p = (float)(1 + rnd() % 63) / 64.0f;
+             c->p.min_p = (float[]){0.05f, 0.3f, 0.6f}[rnd() % 3]; break;
+  }
+  if (c->p.top_k >= V) c->p.top_k = 0;
+}
+
 /* MS_TEST_BIG=1 (a CI step): the vocabularies of real models instead of
    the two largest, 160 cases per path (the sorts of the reference make a
-   128k row slow) */
-static void run_against_naive(int profile) {
+   128k row slow). ties: the rows of make_tie_case. */
+static void run_against_naive_rows(int profile, int ties) {
   static const int vocabs_std[] = {1, 2, 7, 33, 100, 1000, 5000, 40000};
   static const int vocabs_big[] = {1, 2, 7, 33, 100, 1000, 128256, 151936};
   const int big = getenv("MS_TEST_BIG") && atoi(getenv("MS_TEST_BIG")) > 0;
@@ -218,7 +249,8 @@ static void run_against_naive(int profile) {
       ms_seq *q;
       int rc_ref;
       ms_result rc;
-      make_case(&c, V, profile, profile == MS_PROFILE_HF && iter % 2 ? 6 + (int)(rnd() % 3) : (int)(rnd() % 6));
+      if (ties) make_tie_case(&c, V, profile);
+      else make_case(&c, V, profile, profile == MS_PROFILE_HF && iter % 2 ? 6 + (int)(rnd() % 3) : (int)(rnd() % 6));
       q = case_seq(&c);
       rc_ref = naive_probs(c.x, V, &c.p, c.prompt, c.n_prompt, c.output, c.n_output, want);
       rc = ms_probs(s, c.x, V, &c.p, q, got);
@@ -249,9 +281,13 @@ static void run_against_naive(int profile) {
   free(got); free(want); free(c.x);
 }
 
-TEST(test_vllm_profile_matches_reference) { run_against_naive(MS_PROFILE_VLLM); }
-TEST(test_hf_profile_matches_reference) { run_against_naive(MS_PROFILE_HF); }
-TEST(test_sglang_profile_matches_reference) { run_against_naive(MS_PROFILE_SGLANG); }
+TEST(test_vllm_profile_matches_reference) { run_against_naive_rows(MS_PROFILE_VLLM, 0); }
+TEST(test_hf_profile_matches_reference) { run_against_naive_rows(MS_PROFILE_HF, 0); }
+TEST(test_sglang_profile_matches_reference) { run_against_naive_rows(MS_PROFILE_SGLANG, 0); }
+/* cuts inside ties, on every path (heap, min-p list, full row) */
+TEST(test_vllm_ties_match_reference) { run_against_naive_rows(MS_PROFILE_VLLM, 1); }
+TEST(test_hf_ties_match_reference) { run_against_naive_rows(MS_PROFILE_HF, 1); }
+TEST(test_sglang_ties_match_reference) { run_against_naive_rows(MS_PROFILE_SGLANG, 1); }
 
 int main(void) {
   RUN(test_philox_known_answers);
@@ -260,5 +296,8 @@ int main(void) {
   RUN(test_vllm_profile_matches_reference);
   RUN(test_hf_profile_matches_reference);
   RUN(test_sglang_profile_matches_reference);
+  RUN(test_vllm_ties_match_reference);
+  RUN(test_hf_ties_match_reference);
+  RUN(test_sglang_ties_match_reference);
   return t_done();
 }
