@@ -98,6 +98,7 @@ sets=(
   "--logit-bias 3=5,7=-100,3=0.25 --banned-ids 1,2 --min-tokens 3 --eos-token-id 5 --stop-token-ids 9 --output-ids 11"
   "--temperature 0"
   "--allowed-ids 0,3,10,20,30,40,50 --temperature 0.8 --top-k 4"
+  "--profile sglang --top-k 30 --top-p 0.7 --min-p 0.01 --repetition-penalty 1.4 --frequency-penalty 0.3 --logit-bias 4=2 --prompt-ids 4,9 --output-ids 4,12"
 )
 cat > $tmp/cmp.py <<'PY'
 import json, sys
@@ -158,7 +159,6 @@ refused() { # name, what the message names, args...
     fail "${pfx}refuses_$name (rc $rc: $(head -c 200 $tmp/r.err))"
   fi
 }
-refused sglang "sglang profile" probs --logits $tmp/l.bin --vocab 300 --profile sglang
 refused llamacpp "llamacpp profile" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --seed 1
 refused bad_words "--bad-words" sample --logits $tmp/l.bin --vocab 300 --bad-words 1,2 --seed 1 --draws 2
 refused epsilon "--epsilon" probs --logits $tmp/l.bin --vocab 300 --profile hf --epsilon 0.001

@@ -50,7 +50,7 @@ static void t_compile_arch(int sm) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 6);   /* mask, stats, pass, row, seq_prompt, seq_accept */
+  CHECK(info.n_kernels == 7);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties */
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
@@ -673,7 +673,7 @@ static void t_frow_make(t_frow *f, int r, int V, int slot_ok) {
   static const float tps[] = { 1.0f, 1.0f, 0.8f, 0.95f };
   ms_params p = ms_params_default();
   int j;
-  p.profile = t_rand(3) == 0 ? MS_PROFILE_HF : MS_PROFILE_VLLM;
+  p.profile = (ms_profile)(const int[]){ MS_PROFILE_VLLM, MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG }[t_rand(4)];
   p.temperature = temps[t_rand(5)];
   p.top_k = ks[t_rand(5)];
   p.top_p = tps[t_rand(4)];
@@ -709,8 +709,8 @@ static void t_frow_make(t_frow *f, int r, int V, int slot_ok) {
     for (j = 0; j < f->n_prompt; j++) f->prompt[j] = (int32_t)t_rand((uint32_t)(V < 200 ? V : 200));
     for (j = 0; j < f->n_hist; j++) f->hist[j] = (int32_t)t_rand((uint32_t)(V < 200 ? V : 200));
     if (t_rand(3)) p.repetition_penalty = t_rand(2) ? 1.3f : 0.8f;
-    if (p.profile == MS_PROFILE_VLLM && t_rand(2)) p.frequency_penalty = (float)(t_unif() * 2.0 - 0.5);
-    if (p.profile == MS_PROFILE_VLLM && t_rand(2)) p.presence_penalty = (float)(t_unif() * 2.0 - 0.5);
+    if (p.profile != MS_PROFILE_HF && t_rand(2)) p.frequency_penalty = (float)(t_unif() * 2.0 - 0.5);
+    if (p.profile != MS_PROFILE_HF && t_rand(2)) p.presence_penalty = (float)(t_unif() * 2.0 - 0.5);
     if (t_rand(3) == 0) {
       p.min_tokens = (int32_t)t_rand(60);
       p.eos_token_id = (int32_t)t_rand((uint32_t)V);
@@ -979,6 +979,123 @@ static void test_gpu_splits_and_vocab_edges(void) {
   ms_sampler_destroy(cpu);
 }
 
+/* ---- cuts inside ties: the SGLang profile's positions ----------------------
+   Rows of a few distinct logits, each held by a crowd of tokens at random
+   ids (the rest -inf or far below), so top_k's and top_p's cuts fall
+   inside ties: SGLang keeps the lower ids of the tie up to its position
+   (ms_k_ties finds the last one), vLLM and HF keep the whole tie. k up to
+   past 1024, p in 64ths, min_p; one block per row and split rows; every
+   distribution, token and processed logprob list equal to the CPU's. */
+static void test_gpu_tie_cuts_match_cpu(void) {
+  static const int32_t splits[] = { -1, 1, 5 };
+  static const ms_profile profs[] = { MS_PROFILE_SGLANG, MS_PROFILE_SGLANG, MS_PROFILE_VLLM, MS_PROFILE_HF };
+  enum { R = 8, VMAX = T_MAXV };
+  static float logits[R * VMAX], probs[R * VMAX], cprobs[VMAX];
+  static ms_logprob top[R * 8], ctop[8];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R];
+  ms_cuda_out out[R];
+  int si, it, r, j, rows = 0, bad = 0, cut_inside = 0;
+  const int iters = t_small() ? 3 : 12, V = t_small() ? 5000 : VMAX;
+  if (!t_gpu()) SKIP(t_why);
+  for (si = 0; si < 3; si++) {
+    ms_cuda *cu = NULL;
+    ms_cuda_desc d;
+    void *dl = NULL, *dp = NULL, *dt = NULL, *dout = NULL, *dtop = NULL;
+    memset(&d, 0, sizeof d);
+    d.max_rows = R; d.max_vocab = VMAX; d.split = splits[si];
+    CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+    if (!cu) break;
+    CHECK(ms_cuda_malloc(cu, &dl, sizeof logits) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs) == MS_OK &&
+          ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK && ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK &&
+          ms_cuda_malloc(cu, &dtop, sizeof top) == MS_OK);
+    for (it = 0; it < iters; it++) {
+      ms_cuda_batch b;
+      for (r = 0; r < R; r++) {
+        float *x = logits + (size_t)r * (size_t)V, level = 0.0f;
+        int lv, n_levels = 1 + (int)t_rand(4), total = 0;
+        /* even rows: nothing else, and often one crowd of 64 n equal
+           weights, so that p * Z falls exactly on a position (where
+           SGLang's <= and vLLM's < differ) */
+        const int exact = r % 2 == 0 && t_rand(2);
+        if (exact) n_levels = 1;
+        for (j = 0; j < V; j++) x[j] = (r % 2 == 0 || t_rand(3) == 0) ? -INFINITY : -40.0f - (float)t_rand(8);
+        for (lv = 0; lv < n_levels; lv++) {
+          int size = 1 + (int)t_rand((uint32_t)(V / (2 * n_levels)));
+          if (t_rand(4) == 0) size = 1 + (int)t_rand(4);
+          if (exact) { size = 64 * (1 + (int)t_rand(20)); for (j = 0; j < size; j++) x[j] = level; break; }
+          level -= (float)(t_rand(5) + 1) * 0.37f;
+          for (j = 0; j < size; j++) x[t_rand((uint32_t)V)] = level;
+          total += size;
+        }
+        ps[r] = ms_params_default();
+        ps[r].profile = profs[r % 4];
+        ps[r].temperature = (const float[]){ 0.5f, 1.0f, 1.3f }[t_rand(3)];
+        ps[r].top_k = t_rand(4) ? 1 + (int32_t)t_rand((uint32_t)(r % 2 ? total + 1 : 1500)) : 0;
+        ps[r].top_p = t_rand(4) ? (float)(1 + t_rand(63)) / 64.0f : 1.0f;
+        ps[r].min_p = t_rand(3) == 0 ? (const float[]){ 0.05f, 0.3f, 0.6f }[t_rand(3)] : 0.0f;
+        if (ps[r].top_k >= V) ps[r].top_k = 0;
+        ps[r].logprobs = r % 3 == 0 ? -1 : 8;
+        ps[r].logprobs_mode = MS_LOGPROBS_PROCESSED;
+        ps[r].seed = (uint64_t)(si * 1000 + it * 10 + r); ps[r].has_seed = 1;
+        pp[r] = &ps[r];
+      }
+      CHECK(ms_cuda_upload(cu, dl, logits, (size_t)R * (size_t)V * 4) == MS_OK);
+      memset(&b, 0, sizeof b);
+      b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = (size_t)V; b.params = pp;
+      b.tokens = dt; b.out = dout; b.top = dtop; b.top_stride = 8;
+      CHECK(ms_cuda_probs(cu, NULL, &b, dp, (size_t)V) == MS_OK);
+      CHECK(ms_cuda_download(cu, probs, dp, (size_t)R * (size_t)V * 4) == MS_OK);
+      CHECK(ms_cuda_sample(cu, NULL, &b) == MS_OK);
+      CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK);
+      CHECK(ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+      CHECK(ms_cuda_download(cu, top, dtop, sizeof top) == MS_OK);
+      for (r = 0; r < R; r++) {
+        const float *x = logits + (size_t)r * (size_t)V;
+        ms_output o;
+        ms_result crc;
+        double e = 0.0;
+        int here = 0, kept = 0, last = -1, partial = 0;
+        rows++;
+        crc = ms_probs(t_cpu, x, V, &ps[r], NULL, cprobs);
+        memset(&o, 0, sizeof o);
+        o.top = ctop; o.top_capacity = 8;
+        if (crc == MS_OK) crc = ms_sample(t_cpu, x, V, &ps[r], NULL, &o);
+        if (crc != MS_OK || out[r].status != 0) { if (out[r].status != (int32_t)crc) here = 1; }
+        else {
+          for (j = 0; j < V; j++) {
+            double q = fabs((double)probs[(size_t)r * (size_t)V + (size_t)j] - (double)cprobs[j]);
+            if (q > e) e = q;
+            /* a kept value whose tie continues past the last kept id: the cut fell inside */
+            if (cprobs[j] > 0.0f) { kept++; last = j; }
+          }
+          for (j = 0; j < V && last >= 0; j++) if (cprobs[j] == 0.0f && x[j] == x[last] && j > last) { partial = 1; break; }
+          cut_inside += partial;
+          if (e > 1e-5 || tok[r] != o.token) here = 1;
+          if (ps[r].logprobs >= 0) {
+            if (!(fabs((double)out[r].logprob - (double)o.logprob) <= 1e-4) || out[r].rank != o.rank || out[r].n_top != o.n_top) here = 1;
+            for (j = 0; j < o.n_top && j < out[r].n_top; j++)
+              if (top[r * 8 + j].token != ctop[j].token || !(fabs((double)top[r * 8 + j].logprob - (double)ctop[j].logprob) <= 1e-4)) here = 1;
+          }
+        }
+        if (here) {
+          bad++;
+          if (bad <= 10)
+            printf("  split %d row %d (%s k %d p %g min_p %g T %g): status %d / cpu %d, token %d / %d, max |dp| %.3g, kept %d, rank %d / %d\n",
+                   splits[si], r, ms_profile_name(ps[r].profile), ps[r].top_k, (double)ps[r].top_p, (double)ps[r].min_p,
+                   (double)ps[r].temperature, out[r].status, crc, tok[r], o.token, e, kept, out[r].rank, o.rank);
+        }
+      }
+    }
+    ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dtop);
+    ms_cuda_destroy(cu);
+  }
+  printf("  %d rows (%d with a cut inside a tie), %d differ from the CPU\n", rows, cut_inside, bad);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(cut_inside > 0);   /* the rows must reach the tie cuts */
+}
+
 /* ---- a grammar bitmask on a row smaller than max_vocab ----------------------
    The bitmask holds (vocab + 31) / 32 words; ms_k_mask read max_vocab's
    count of words from it, past the parameter blob when the bitmask was the
@@ -1073,6 +1190,66 @@ static void test_gpu_penalty_rounding(void) {
   CHECK_EQ_INT(tok[0], 5);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dh); ms_cuda_free(cu, ds);
   ms_seq_destroy(s);
+}
+
+/* ---- the pointwise stages' order per profile ------------------------------------
+   Repetition, frequency and a bias on the same tokens: vLLM and HF add
+   the bias before the penalties and count the prompt for repetition;
+   SGLang penalises first, over the output only, then adds the bias. Token
+   3 is in the prompt, token 7 twice in the output; the GPU's final
+   distribution equals the CPU's in each profile, and the profiles'
+   distributions differ (so the order is what is tested). */
+static void test_gpu_stage_order_per_profile(void) {
+  static const ms_profile profs[3] = { MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG };
+  ms_cuda *cu = t_gpu();
+  ms_params p[3];
+  const ms_params *pp[3];
+  ms_bias bias[2] = { { 3, 1.0f }, { 7, 1.0f } };
+  int32_t slot[3] = { 0, 1, 2 }, prompt[1] = { 3 }, out2[2] = { 7, 7 }, sl2[2];
+  float x[3 * 64], probs[3 * 64], cprobs[3][64];
+  void *dl = NULL, *dp = NULL, *dh = NULL, *ds = NULL;
+  ms_cuda_batch b;
+  int i, r, bad = 0;
+  if (!cu) SKIP(t_why);
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs) == MS_OK &&
+        ms_cuda_malloc(cu, &dh, 8) == MS_OK && ms_cuda_malloc(cu, &ds, 8) == MS_OK);
+  for (r = 0; r < 3; r++) {
+    ms_seq *s = NULL;
+    for (i = 0; i < 64; i++) x[r * 64 + i] = (float)(i % 5) * 0.1f;
+    x[r * 64 + 3] = 2.0f; x[r * 64 + 7] = 2.0f;
+    p[r] = ms_params_default();
+    p[r].profile = profs[r];
+    p[r].repetition_penalty = 2.0f;
+    if (profs[r] != MS_PROFILE_HF) p[r].frequency_penalty = 0.5f;
+    p[r].logit_bias = bias; p[r].n_logit_bias = 2;
+    pp[r] = &p[r];
+    CHECK(ms_seq_create(&s, 16) == MS_OK);
+    if (!s) return;
+    CHECK_EQ_INT(ms_seq_reset(s, prompt, 1, 64, &p[r], 0), MS_OK);
+    CHECK_EQ_INT(ms_seq_accept(s, 7), MS_OK);
+    CHECK_EQ_INT(ms_seq_accept(s, 7), MS_OK);
+    CHECK_EQ_INT(ms_probs(t_cpu, x + r * 64, 64, &p[r], s, cprobs[r]), MS_OK);
+    ms_seq_destroy(s);
+    /* the device sequence of slot r */
+    CHECK(ms_cuda_upload(cu, dh, prompt, 4) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dh, 1), MS_OK);
+    sl2[0] = sl2[1] = r;
+    CHECK(ms_cuda_upload(cu, dh, out2, 8) == MS_OK && ms_cuda_upload(cu, ds, sl2, 8) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_accept(cu, NULL, ds, dh, 2), MS_OK);
+  }
+  CHECK(fabs((double)cprobs[0][3] - (double)cprobs[2][3]) > 0.1 && fabs((double)cprobs[0][7] - (double)cprobs[2][7]) > 0.005);
+  CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = 3; b.vocab = 64; b.logits = dl; b.row_stride = 64; b.params = pp; b.slots = slot;
+  CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, 64), MS_OK);
+  CHECK(ms_cuda_download(cu, probs, dp, sizeof probs) == MS_OK);
+  for (r = 0; r < 3; r++)
+    for (i = 0; i < 64; i++)
+      if (fabs((double)probs[r * 64 + i] - (double)cprobs[r][i]) > 1e-6) {
+        if (bad++ < 5) printf("  %s id %d: gpu %.9g cpu %.9g\n", ms_profile_name(profs[r]), i, (double)probs[r * 64 + i], (double)cprobs[r][i]);
+      }
+  CHECK_EQ_INT(bad, 0);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dh); ms_cuda_free(cu, ds);
 }
 
 /* ---- a token with several bias entries ------------------------------------------
@@ -1345,8 +1522,10 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_greedy_batch_ends_in_stats);
   RUN_GPU(test_gpu_features_match_cpu);
   RUN_GPU(test_gpu_splits_and_vocab_edges);
+  RUN_GPU(test_gpu_tie_cuts_match_cpu);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
+  RUN_GPU(test_gpu_stage_order_per_profile);
   RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_logprobs_many);
   RUN_GPU(test_gpu_back_to_back);

@@ -136,7 +136,6 @@ ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, ui
 
 /* Mirrors the list of docs/CUDA.md "Semantics": what the kernels refuse. */
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
-  if (p->profile == MS_PROFILE_SGLANG) return "the sglang profile";
   if (p->profile == MS_PROFILE_LLAMACPP) return "the llamacpp profile (its sampler chain)";
   if (p->n_bad_words > 0) return "--bad-words";
   if (p->no_repeat_ngram_size > 0) return "--no-repeat-ngram";

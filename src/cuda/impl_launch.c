@@ -14,9 +14,10 @@
 #define MS__CUDA_F_MINTOK   1024
 #define MS__CUDA_F_RAW_LSE  2048
 #define MS__CUDA_F_END      4096   /* a pass writes the row's result (ms_k_row skips it) */
+#define MS__CUDA_F_JOINT    8192   /* the SGLang profile (with F_HF: repetition divides, top_k on the whole row) */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41056   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41080   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
@@ -32,6 +33,7 @@
 #define MS__CUDA_N_TOPK 4
 #define MS__CUDA_N_TOPP 8
 #define MS__CUDA_N_SUMS 16
+#define MS__CUDA_N_TIES 32   /* an SGLang row with top_k or top_p: its cut may fall inside a tie */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -68,11 +70,12 @@ typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 56) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
 typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
 
-/* The profile numbers the packing needs: keep in sync with ms__profiles
-   in src/impl_params.c (greedy_below, temp_floor, bias_clamp). */
-static const float ms__cuda_greedy_below[2] = { 1e-5f, 1e-30f };
-static const float ms__cuda_temp_floor[2] = { 0.01f, 0.0f };
-static const float ms__cuda_bias_clamp[2] = { 100.0f, 0.0f /* none */ };
+/* The profile numbers the packing needs, by ms_profile (vLLM, HF,
+   SGLang): keep in sync with ms__profiles in src/impl_params.c
+   (greedy_below, temp_floor, bias_clamp). */
+static const float ms__cuda_greedy_below[3] = { 1e-5f, 1e-30f, 1e-6f };
+static const float ms__cuda_temp_floor[3] = { 0.01f, 0.0f, 0.0f };
+static const float ms__cuda_bias_clamp[3] = { 100.0f, 0.0f /* none */, 0.0f };
 
 struct ms_cuda {
   ms__CUhandle ctx;
@@ -338,7 +341,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f;
     rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
     if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
-    if (rc == MS_OK && p->profile != MS_PROFILE_VLLM && p->profile != MS_PROFILE_HF) rc = MS_ERR_UNSUPPORTED;
+    if (rc == MS_OK && p->profile != MS_PROFILE_VLLM && p->profile != MS_PROFILE_HF && p->profile != MS_PROFILE_SGLANG)
+      rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
     if (rc == MS_OK && (p->n_bad_words > 0 || p->no_repeat_ngram_size > 0 || p->exp_decay_start >= 0 ||
                         p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
@@ -353,8 +357,9 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       *needs |= MS__CUDA_N_ROW;
       continue;
     }
-    prof = p->profile == MS_PROFILE_HF ? 1 : 0;
+    prof = p->profile == MS_PROFILE_HF ? 1 : p->profile == MS_PROFILE_SGLANG ? 2 : 0;
     if (prof) flags |= MS__CUDA_F_HF;
+    if (prof == 2) flags |= MS__CUDA_F_JOINT;
     /* vLLM raises 0 < T < 0.01 to 0.01 before its greedy test, so only
        T = 0 is greedy there (as ms_sample does) */
     T = p->temperature;
@@ -432,12 +437,14 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       *needs |= MS__CUDA_N_SUMS;
       if (R->top_k > 0) *needs |= MS__CUDA_N_TOPK;
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
+      if ((flags & MS__CUDA_F_JOINT) && (R->top_k > 0 || R->top_p < 1.0f)) *needs |= MS__CUDA_N_TIES;
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
     /* rows without logprobs end in a pass: greedy ones in
        ms_k_stats, sampled ones in P_SUMS (top_k rows may resolve on their
-       candidates in ms_k_row) */
-    if (ends_ok && R->logprobs < 0 && ((flags & MS__CUDA_F_GREEDY) || R->top_k <= 0)) flags |= MS__CUDA_F_END;
+       candidates in ms_k_row; SGLang's never do) */
+    if (ends_ok && R->logprobs < 0 && ((flags & (MS__CUDA_F_GREEDY | MS__CUDA_F_JOINT)) || R->top_k <= 0))
+      flags |= MS__CUDA_F_END;
     else *needs |= MS__CUDA_N_ROW;
     R->flags = flags;
   }
@@ -523,6 +530,9 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
     int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
              : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
+    /* an SGLang row's cut inside a tie: after the thresholds, before the sums */
+    if (pass == MS__CUDA_P_SUMS && (needs & MS__CUDA_N_TIES) &&
+        (rc = ms__cuda_launch(cu->fn[MS__K_TIES], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     if (!(needs & need)) continue;
     A.pass = pass;
     if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;

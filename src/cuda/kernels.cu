@@ -30,7 +30,9 @@
    (No kernel holds the whole pipeline: NVRTC compiles the kernels in
    parallel, and the largest bounds a cold compile.)
    Every filter keeps an upper set of values, so the kept set of a row is
-   { i : logit_i >= theta } for one threshold theta; no stage sorts. */
+   { i : logit_i >= theta } for one threshold theta (in the SGLang
+   profile, ties at theta past a position are cut: ids <= Sel.cut stay);
+   no stage sorts. */
 
 /* mysample_cuda.h compiles the kernels as four NVRTC programs at once,
    program u with -DMS_UNIT=u (its ms__cu_kernel_unit says which kernel is
@@ -66,6 +68,8 @@ typedef unsigned long long u64;
 #define F_MINTOK   1024
 #define F_RAW_LSE  2048
 #define F_END      4096   /* a row ending in a pass: ms_k_stats (greedy) or P_SUMS's last block */
+#define F_JOINT    8192   /* SGLang: penalties (output only) before the bias; top_k, top_p and min_p cut
+                             the whole row's distribution; ties at a cut are cut by position (id order) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -119,13 +123,17 @@ struct Sel {
   i32 cand;               /* top_k resolves on candidates: keys >= cedge ... */
   u32 cedge;
   u32 ncand;              /* ... gathered by P_CAND into ck / cid */
+  u32 kkeep;              /* F_JOINT: how many ties at tk top_k keeps (0xffffffff: all) */
+  i32 cut;                /* the kept set: keys > theta, and keys == theta with ids <= cut (ms_k_ties) */
+  double prest;           /* F_JOINT top_p: p * Z (next double up) less the mass above tp ... */
+  u64 praw;               /* ... and the integer mass (2^-44) of the keys equal to tp; 0: not recorded */
   double target;          /* what is left to select below prefix */
   u64 hist[MS_BINS];      /* the current pass's histogram (counts, or masses in 2^-44: fx_add), zero between passes */
   double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
   u32 ck[MS_CAND];        /* candidates' keys and ids, in no order */
   i32 cid[MS_CAND];
 };
-static_assert(sizeof(Sel) == 41056, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41080, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -389,19 +397,25 @@ __device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
    (l -= f * count) and presence (l -= p when count > 0). */
 __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 i, float x) {
   const u64 wbase = (u64)r * (u64)A.words + (u64)(i >> 5);
+  const int joint = (R.flags & F_JOINT) != 0;
+  int biased = !(R.flags & F_BIAS);
   if (R.flags & F_MASK) {
     u32 w = ((const u32 *)A.allow_bits)[wbase];
     if (!((w >> (i & 31)) & 1u)) return ms_neg_inf();
   }
-  if (R.flags & F_BIAS) {
+  /* the masked stay -inf whatever the order; bias and penalties do not
+     commute: vLLM and HF add the bias first, SGLang last */
+  if (!biased && !joint) {
     u32 w = ((const u32 *)A.bias_bits)[wbase];
     if ((w >> (i & 31)) & 1u) x = add_bias((const i32 *)A.blob, R, i, x);
+    biased = 1;
   }
   if (R.flags & F_PEN) {
     u32 s = ((const u32 *)A.seq_state)[(u64)R.slot * A.seq_stride + (u64)i];
     u32 c = s & 0x7fffffffu;
-    /* vLLM multiplies positive logits by 1/r (float32), HF divides by r */
-    if ((c != 0u || (s >> 31)) && R.repetition != 1.0f)
+    /* vLLM multiplies positive logits by 1/r (float32), HF and SGLang
+       divide by r; SGLang counts the output only, the others the prompt too */
+    if ((c != 0u || ((s >> 31) && !joint)) && R.repetition != 1.0f)
       x = x > 0.0f ? ((R.flags & F_HF) ? x / R.repetition : x * (1.0f / R.repetition)) : x * R.repetition;
     if (c != 0u) {
       /* two roundings, as the CPU: a plain `x -= f * c` is fused into one
@@ -409,6 +423,10 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
       x = __fsub_rn(x, __fmul_rn(R.frequency, (float)c));
       x = __fsub_rn(x, R.presence);
     }
+  }
+  if (!biased) {
+    u32 w = ((const u32 *)A.bias_bits)[wbase];
+    if ((w >> (i & 31)) & 1u) x = add_bias((const i32 *)A.blob, R, i, x);
   }
   return x;
 }
@@ -505,6 +523,12 @@ __device__ __forceinline__ float unkey(u32 k) {
   return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
+/* Whether id i with key k is kept: above the threshold, or on it up to
+   the cut (cut = 0x7fffffff unless an SGLang cut falls inside a tie). */
+__device__ __forceinline__ bool kept_at(u32 k, i32 i, u32 theta, i32 cut) {
+  return k > theta || (k == theta && i <= cut);
+}
+
 /* min_p's threshold without reading the row: drop prob < min_p * max_prob,
    i.e. weight < min_p, and the weight of a finite logit l <= M is
    non-decreasing in l (l - M and * S round monotonically, and ms_expf_dev
@@ -530,8 +554,8 @@ __device__ u32 minp_key(float M, float S, float min_p) {
    loads in flight per lane). Counts the lane's kept elements and its last
    kept id of positive weight. */
 template <class P>
-__device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, float M,
-                                          float S, P &&put, u32 *cnt, i32 *last) {
+__device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, i32 cut,
+                                          float M, float S, P &&put, u32 *cnt, i32 *last) {
   const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5;
   for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += 4 * nw) {
     double s[4] = { 0.0, 0.0, 0.0, 0.0 };
@@ -545,7 +569,7 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
 #pragma unroll
       for (int u = 0; u < 4; u++) {
         const i32 i = (t0 + u * nw) * 32 * E + j * 32 + lane;
-        if (l[u] > ms_neg_inf() && fkey(l[u]) >= theta) {
+        if (l[u] > ms_neg_inf() && kept_at(fkey(l[u]), i, theta, cut)) {
           const float w = wdraw(l[u], M, S);
           s[u] += (double)w;
           (*cnt)++;
@@ -579,17 +603,21 @@ __device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
 }
 __device__ __forceinline__ u64 fx_get(const u32 *lo, const u32 *hi, i32 b) { return ((u64)hi[b] << 32) | (u64)lo[b]; }
 
-/* The thresholds of a row from its Sel: top_k's lower bound (vLLM: min_p first; HF: none),
-   top_p's (the top_k threshold), and the kept set's. */
+/* The thresholds of a row from its Sel: top_k's lower bound (vLLM: min_p
+   first; HF, SGLang: none), top_p's (the top_k threshold; SGLang: none,
+   top_p cuts the whole row), and the kept set's. */
 __device__ __forceinline__ u32 sel_lower(const Row &R, const Sel *Q) {
   return (R.flags & F_HF) ? MS_KEY_NEG_INF + 1u : Q->t_minp;
 }
-__device__ __forceinline__ u32 sel_t1(const Row &R, const Sel *Q) {
-  u32 t = sel_lower(R, Q);
+__device__ __forceinline__ u32 sel_tk(const Row &R, const Sel *Q) {
+  const u32 t = sel_lower(R, Q);
   return R.top_k > 0 ? max(t, Q->tk) : t;
 }
+__device__ __forceinline__ u32 sel_t1(const Row &R, const Sel *Q) {
+  return (R.flags & F_JOINT) ? MS_KEY_NEG_INF + 1u : sel_tk(R, Q);
+}
 __device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
-  u32 th = sel_t1(R, Q);
+  u32 th = sel_tk(R, Q);
   if (R.top_p < 1.0f) th = max(th, Q->tp);
   if (R.flags & F_HF) th = max(th, Q->t_minp);
   return th;
@@ -605,7 +633,7 @@ __device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
 #define MS_DRAW_T 256
 struct DrawSh { i32 tile, token; double start; };
 __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const float *src, i32 V, i32 E, u32 theta,
-                             float M, float S, DrawSh *sh, i32 *token) {
+                             i32 cut, float M, float S, DrawSh *sh, i32 *token) {
   const i32 tid = (i32)threadIdx.x, lane = tid & 31, TILE = 32 * E;
   const i32 per = (nt + MS_DRAW_T - 1) / MS_DRAW_T;
   const int mine = tid < MS_DRAW_T;
@@ -635,7 +663,7 @@ __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const 
     for (i32 j = 0; j < E; j++) {
       const i32 i = wt * TILE + j * 32 + lane;
       double v = 0.0;
-      if (i < V) { const float l = src[i]; if (fkey(l) >= theta) v = (double)wdraw(l, M, S); }
+      if (i < V) { const float l = src[i]; if (kept_at(fkey(l), i, theta, cut)) v = (double)wdraw(l, M, S); }
       double incl = v;
       for (int o = 1; o < 32; o <<= 1) {
         const double n = __shfl_up_sync(0xffffffffu, incl, o);
@@ -766,6 +794,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
     Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? minp_key(t.m, R.inv_temp, R.min_p) : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
     Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
+    Q->kkeep = 0xffffffffu; Q->cut = 0x7fffffff; Q->prest = 0.0; Q->praw = 0ull;
     Q->target = 0.0;
     /* rows that end here: greedy ones, and any that cannot be sampled */
     const i32 st = part_status(t);
@@ -836,11 +865,12 @@ template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *a
 struct LpVal {
   const float *p;
   u32 theta;
+  i32 cut;
   int raw;
   __device__ float operator()(i32 i) const {
     float v = p[i];
     if (raw) return v;
-    return fkey(v) >= theta ? v : ms_neg_inf();
+    return kept_at(fkey(v), i, theta, cut) ? v : ms_neg_inf();
   }
 };
 
@@ -860,8 +890,8 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
     const int sh = shifts[pass];
     for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hist[b] = 0u;
     __syncthreads();
-    row_for<1>(vf.p, 0, V, [&](i32, float x) {
-      const u32 key = fkey(vf.raw || fkey(x) >= vf.theta ? x : ms_neg_inf());
+    row_for<1>(vf.p, 0, V, [&](i32 i, float x) {
+      const u32 key = fkey(vf.raw || kept_at(fkey(x), i, vf.theta, vf.cut) ? x : ms_neg_inf());
       if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
     });
     __syncthreads();
@@ -1018,7 +1048,8 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
     u32 cnt = 0u;
     i32 last = -1;
-    tile_sums(src, V, t_beg, t_end, E, theta, M, S, [&](i32 t, double v) { Q->tsum[t] = v; }, &cnt, &last);
+    const i32 cut = Q->cut;
+    tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; }, &cnt, &last);
     cnt = bsum_u(cnt);
     last = bmax_i(last);
     if (tid == 0) {
@@ -1039,7 +1070,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     __syncthreads();
     const u64 pos = row_pos(A, R);
     i32 token;
-    tiles_draw(sh.d, nt, 1, ms_uniform_dev(R.seed, pos, 0u), src, V, E, theta, M, S, &s_draw, &token);
+    tiles_draw(sh.d, nt, 1, ms_uniform_dev(R.seed, pos, 0u), src, V, E, theta, cut, M, S, &s_draw, &token);
     if (tid == 0) {
       if (token < 0) token = *(const volatile i32 *)&Q->last;   /* fallback: the last kept token */
       Q->arrived = 0;
@@ -1049,6 +1080,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   }
 
   /* the radix passes */
+  const int joint = (R.flags & F_JOINT) != 0;
   const int count = pass < P_MASS;
   const i32 j = pass - (count ? P_COUNT : P_MASS);
   if (greedy || j < 0 || j > 2) return;
@@ -1078,12 +1110,14 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   __syncthreads();
   if (!s_last) return;
 
-  /* the last block: the row's histogram is complete */
+  /* the last block: the row's histogram is complete (the last pass of
+     an F_JOINT top_p row keeps it until the bin's integer mass is read) */
   volatile u64 *gh = Q->hist;
+  const int keep_raw = joint && !count && j == 2;
   for (i32 b = tid; b < nb; b += blockDim.x) {
     const u64 v = gh[b];
     sh.d[b] = count ? (double)v : (double)v * (1.0 / MS_FX);
-    gh[b] = 0ull;
+    if (!keep_raw) gh[b] = 0ull;
   }
   __syncthreads();
   double target = Q->target;
@@ -1095,15 +1129,25 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
       /* at most k keys qualify: all are kept (candidates when few) */
       if (tid == 0) {
         Q->tk = lower; Q->cdone = 1; Q->arrived = 0;
-        if (tot <= (double)MS_CAND) { Q->cand = 1; Q->cedge = lower; }
+        if (tot <= (double)MS_CAND && !joint) { Q->cand = 1; Q->cedge = lower; }
       }
       return;
     }
     target = count ? (double)R.top_k : (double)R.top_p * tot;
+    /* SGLang keeps a position iff the mass before it is <= p: the
+       threshold is the smallest value whose larger mass is < the next
+       double above p * Z */
+    if (!count && joint) target = __longlong_as_double(__double_as_longlong(target) + 1);
   }
   double above;
   const i32 b = find_bin<double>(sh.d, nb, target, &above);
-  if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND) {
+  u64 raw_b = 0ull;
+  if (keep_raw) {
+    raw_b = gh[b];
+    __syncthreads();
+    for (i32 bb = tid; bb < nb; bb += blockDim.x) gh[bb] = 0ull;
+  }
+  if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND && !joint) {
     /* the keys from bin b up hold the k largest and are few: P_CAND
        gathers them and ms_k_row finishes top_k and top_p on them */
     if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; Q->arrived = 0; }
@@ -1115,8 +1159,109 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     if (j == 2) {
       if (count) { Q->tk = np; Q->cdone = 1; }
       else { Q->tp = np; Q->pdone = 1; }
+      if (joint) {
+        /* what the position cut needs (ms_k_ties): top_k keeps the k -
+           (larger) left to select of the ties; top_p's is worked out
+           there from what is left of the target and the ties' mass */
+        const double rest = target - above;
+        if (count) { if (rest < sh.d[b]) Q->kkeep = (u32)rest; }
+        else { Q->prest = rest; Q->praw = raw_b; }
+      }
     }
   }
+}
+#endif
+
+#if MS_IN_UNIT(3)
+/* SGLang rows (F_JOINT) whose cut falls inside the tie at theta keep the
+   first `keep` tied ids; the others return at once, all their blocks
+   alike. Block (r, c) counts the ties of chunk c's draw tiles (into
+   Q->tsum, which P_SUMS overwrites next); the last block of the row finds
+   the tile of the keep-th tie, one warp walks it, and Q->cut gets its
+   id. Between top_p's radix passes and P_SUMS. (A kernel of its own, in
+   the small program: inside ms_k_pass it made that program's cold compile
+   half again as long.) */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
+  __shared__ i32 s_last, s_tile, s_id;
+  __shared__ u32 s_before;
+  __shared__ Row sR;
+  const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
+  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  __syncthreads();
+  const Row &R = sR;
+  Sel *Q = (Sel *)A.sel + r;
+  const i32 V = A.vocab;
+  if (R.status != 0 || Q->status != 0 || (R.flags & F_GREEDY) || !(R.flags & F_JOINT)) return;
+  const u32 theta = sel_theta(R, Q);
+  u32 keep = R.top_k > 0 && Q->tk == theta ? Q->kkeep : 0xffffffffu;
+  if (R.top_p < 1.0f && Q->tp == theta && Q->praw) {
+    /* top_p keeps the ties whose mass before them, (larger) + q w, stays
+       under the target: q < rest / w */
+    const float M = Q->P.m, S = R.inv_temp;
+    const u64 f = (u64)((double)fminf(wgt(unkey(theta), M, S), 1.0f) * MS_FX + 0.5);
+    if (f) {
+      const double w = (double)f * (1.0 / MS_FX), rest = Q->prest;
+      const u64 n_eq = Q->praw / f;
+      double q = ceil(rest / w);
+      if (q > 0.0 && (q - 1.0) * w >= rest) q -= 1.0;
+      else if (q * w < rest) q += 1.0;
+      if (q < 1.0) q = 1.0;   /* the threshold's first position always stays (rounding) */
+      if (q < (double)n_eq && (u32)q < keep) keep = (u32)q;
+    }
+  }
+  if (keep == 0xffffffffu) return;
+  i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
+  if (beg > end) beg = end;
+  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
+                                       : (const float *)A.logits + (u64)r * A.stride;
+  const i32 E = tile_e(V), TILE = 32 * E;
+  const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
+  const i32 lane = tid & 31, nw = (i32)blockDim.x >> 5;
+  u32 *tc = (u32 *)Q->tsum;
+  for (i32 t = t_beg + (tid >> 5); t < t_end; t += nw) {
+    u32 n = 0u;
+    for (i32 k = 0; k < E; k++) { const i32 i = t * TILE + k * 32 + lane; if (i < V && fkey(src[i]) == theta) n++; }
+    n = warp_sum(n);
+    if (lane == 0) tc[t] = n;
+  }
+  __threadfence();   /* this block's counts before the count that announces them */
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+  __syncthreads();
+  if (!s_last) return;
+  const i32 nt = (V + TILE - 1) / TILE, per = (nt + (i32)blockDim.x - 1) / (i32)blockDim.x;
+  const volatile u32 *gc = tc;
+  u32 run = 0u, total;
+  for (i32 k = 0; k < per; k++) { const i32 t = tid * per + k; if (t < nt) run += gc[t]; }
+  u32 before = bscan_excl(run, &total);
+  if (tid == 0) { s_tile = -1; s_id = 0x7fffffff; s_before = 0u; }
+  __syncthreads();
+  for (i32 k = 0; k < per; k++) {   /* the tile where the running count reaches keep */
+    const i32 t = tid * per + k;
+    if (t >= nt) break;
+    const u32 n = gc[t];
+    if (before < keep && before + n >= keep) { s_tile = t; s_before = before; }
+    before += n;
+  }
+  __syncthreads();
+  if (tid < 32 && s_tile >= 0) {
+    const i32 t = s_tile;
+    u32 seen = s_before;
+    for (i32 k = 0; k < E; k++) {
+      const i32 i = t * TILE + k * 32 + lane;
+      const unsigned hit = __ballot_sync(0xffffffffu, i < V && fkey(src[i]) == theta);
+      const u32 n = (u32)__popc(hit);
+      if (seen + n >= keep) {
+        unsigned h = hit;
+        for (u32 q = seen + 1u; q < keep; q++) h &= h - 1u;   /* drop the ties before the keep-th */
+        if (lane == 0) s_id = t * TILE + k * 32 + (__ffs(h) - 1);
+        break;
+      }
+      seen += n;
+    }
+  }
+  __syncthreads();
+  if (tid == 0) { Q->cut = s_id; Q->arrived = 0; }
 }
 #endif
 
@@ -1169,7 +1314,8 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   const int lp_on = out != 0 && R.logprobs >= 0;
   const int lp_proc = lp_on && (R.flags & F_LP_PROC) != 0;
   float S = greedy ? 1.0f : R.inv_temp;   /* greedy rows: logprobs at T = 1 */
-  u32 theta = MS_KEY_NEG_INF + 1u;        /* kept set: fkey(l) >= theta */
+  u32 theta = MS_KEY_NEG_INF + 1u;        /* kept set: kept_at(fkey(l), i, theta, cut) */
+  i32 cut = 0x7fffffff;
   i32 token = sP.am;
 
   /* top_k rows whose k largest lie among few keys (ms_k_pass gathered
@@ -1189,7 +1335,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
                             Q->t_minp, M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
       Z = s_start; nkept = s_ncand_i;
       if (!A.probs) token = s_token;
-    } else theta = sel_theta(R, Q);
+    } else { theta = sel_theta(R, Q); cut = Q->cut; }
   }
 
   /* the kept weight's tile sums (ms_k_pass's P_SUMS): the mass Z, the
@@ -1205,7 +1351,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     /* the draw: the first kept id whose running weight exceeds u * Z */
     const int draw = !greedy && !A.probs;
     i32 drawn;
-    Z = tiles_draw(s_buf.t, nt, draw, ms_uniform_dev(R.seed, s_pos, 0u), src, V, E, theta, M, S, &s_draw, &drawn);
+    Z = tiles_draw(s_buf.t, nt, draw, ms_uniform_dev(R.seed, s_pos, 0u), src, V, E, theta, cut, M, S, &s_draw, &drawn);
     if (draw) token = drawn >= 0 ? drawn : last;   /* fallback: the last kept token */
   }
 
@@ -1216,7 +1362,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     for (i32 i = tid; i < V; i += blockDim.x) {
       float pr;
       if (greedy) pr = i == token ? 1.0f : 0.0f;
-      else { float l = src[i]; pr = fkey(l) >= theta ? (float)((double)wgt(l, M, S) * inv) : 0.0f; }
+      else { float l = src[i]; pr = kept_at(fkey(l), i, theta, cut) ? (float)((double)wgt(l, M, S) * inv) : 0.0f; }
       probs[i] = pr;
     }
   }
@@ -1230,6 +1376,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     LpVal lv;
     lv.p = lp_proc ? src : rawp;
     lv.theta = theta;
+    lv.cut = cut;
     lv.raw = !lp_proc;
     const double log_sr = log((double)sP.sr);
     const double logZ = log(Z);
