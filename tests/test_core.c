@@ -230,7 +230,7 @@ static void run_against_naive_rows(int profile, int ties) {
   static const int vocabs_std[] = {1, 2, 7, 33, 100, 1000, 5000, 40000};
   static const int vocabs_big[] = {1, 2, 7, 33, 100, 1000, 128256, 151936};
   const int big = getenv("MS_TEST_BIG") && atoi(getenv("MS_TEST_BIG")) > 0;
-  const int *vocabs = big ? vocabs_big : vocabs_std, V_MAX = big ? 151936 : 40000, n_iter = big ? 160 : 600;
+  const int *vocabs = big ? vocabs_big : vocabs_std, V_MAX = big ? 151936 : 40000, n_iter = ties ? 150 : big ? 160 : 600;
   int path, iter;
   tcase c;
   float *got = (float *)malloc(sizeof(float) * (size_t)V_MAX), *want = (float *)malloc(sizeof(float) * (size_t)V_MAX);
