@@ -4,9 +4,10 @@
 # per CUDA thread), runs its own tests, then the execution tests of
 # build/tests/test_cuda against it through MYSAMPLE_CUDA_DRIVER_PATH. Every
 # line it reports starts with "cuda-emu:", never a GPU test's plain name.
-# The penalty rounding test also runs on the FMA build (the kernels
-# contracted as NVRTC does), and a few on a one-SM device (every pass one
-# block per row). SKIP without a C++ compiler; the execution
+# The penalty rounding and top_p-by-bins tests also run on the FMA build
+# (the kernels contracted as NVRTC does), a few on a one-SM device (every
+# pass one block per row), and the ones with top_p rows again with
+# MYSAMPLE_CUDA_TOPP=bins (as cuda-emu-bins132: / cuda-emu-bins1:). SKIP without a C++ compiler; the execution
 # tests SKIP without NVRTC (the launch code compiles the kernels with it,
 # and the emulator accepts the CUBIN). A driver error or leak the emulator
 # reports during test_cuda fails the run: the launch code made a bad call.
@@ -47,6 +48,19 @@ for t in features batch_invariance draws_match logprobs_match greedy_batch; do
   fi
 done
 
+# top_p by bins (MYSAMPLE_CUDA_TOPP=bins; its route test runs both in
+# every mode): the tests that sample top_p rows, on 132 SMs and on one
+for t in gpu_probs_match draws_match batch_invariance features splits tie_cuts 1sm:features; do
+  sms=132; case $t in 1sm:*) sms=1; t=${t#1sm:};; esac
+  MYSAMPLE_CUDA_TOPP=bins MYSAMPLE_CUDA_EMU_SMS=$sms MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/tests/test_cuda --emu $t > $dir/test_cuda_bins.log 2>&1 || fail=1
+  sed "s/^PASS cuda-emu:/PASS cuda-emu-bins$sms:/; s/^FAIL cuda-emu:/FAIL cuda-emu-bins$sms:/; s/^SKIP cuda-emu:/SKIP cuda-emu-bins$sms:/" $dir/test_cuda_bins.log \
+    | grep -E '^(PASS|FAIL|SKIP) ' || { echo "FAIL cuda-emu-bins: $t reported nothing"; fail=1; }
+  if grep -q '^\[cuda-emu\]' $dir/test_cuda_bins.log; then
+    grep '^\[cuda-emu\]' $dir/test_cuda_bins.log | head -20
+    echo "FAIL cuda-emu-bins: the emulated driver reported errors or leaks during $t"; fail=1
+  fi
+done
+
 # examples/cuda_sample.c: on the emulator every row's token equals the CPU's;
 # with no driver it says why and samples on the CPU
 if [ -x build/examples/cuda_sample ]; then
@@ -68,7 +82,8 @@ if [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo 2>/dev/null; then
 elif ! make -s $dir/libcuda_emu_fma.so >> $dir/build.log 2>&1; then
   echo "FAIL cuda-emu-fma: build"; fail=1
 else
-  MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu penalty_rounding 2>&1 \
+  { MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu penalty_rounding 2>&1
+    MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu topp_bins_route 2>&1; } \
     | sed 's/^PASS cuda-emu:/PASS cuda-emu-fma:/; s/^FAIL cuda-emu:/FAIL cuda-emu-fma:/; s/^SKIP cuda-emu:/SKIP cuda-emu-fma:/' \
     | grep -E '^(PASS|FAIL|SKIP) ' || true
 fi

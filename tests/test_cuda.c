@@ -1096,6 +1096,96 @@ static void test_gpu_tie_cuts_match_cpu(void) {
   CHECK(cut_inside > 0);   /* the rows must reach the tie cuts */
 }
 
+/* ---- top_p by bins (MS_CUDA_TOPP_BINS) and its fallback -----------------------
+   The same rows through a radix and a bins sampler: both equal the CPU
+   (distributions, tokens, processed logprobs). The route each row took is
+   read from the end of its selection state (pbins, sums_done: the last
+   two words of Sel): smooth rows, top_k + top_p, HF with min_p, a cold
+   temperature, a logprobs row (which ms_k_row finishes) and a row of
+   logits in steps of 1/8 (its threshold bin is one tie of a few hundred:
+   vLLM keeps it whole) take the bins; a row of equal logits (its
+   threshold bin holds all 12000) falls back to the radix passes. */
+static void test_gpu_topp_bins_route(void) {
+  enum { R = 8, V = 12000 };
+  static float logits[R * V], probs[2][R * V], cprobs[V];
+  static ms_logprob top[2][R * 5], ctop[5];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[2][R], sel_tail[2];
+  ms_cuda_out out[2][R];
+  int mode, r, j, bad = 0;
+  const int want_bins[R] = { 1, 0, 1, 1, 1, 1, 1, 1 };
+  if (!t_gpu()) SKIP(t_why);
+  for (r = 0; r < R; r++) {
+    float *x = logits + (size_t)r * V;
+    ps[r] = ms_params_default();
+    ps[r].top_p = 0.9f;
+    ps[r].seed = 900u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(x, V, r == 5 ? 3.0f : 1.0f);
+    if (r == 1) { for (j = 0; j < V; j++) x[j] = 0.5f; ps[r].top_p = 0.5f; }
+    if (r == 2) { ps[r].top_k = 2000; ps[r].top_p = 0.8f; }
+    if (r == 3) { ps[r].profile = MS_PROFILE_HF; ps[r].min_p = 0.05f; }
+    if (r == 4) ps[r].temperature = 0.3f;
+    if (r == 5) { ps[r].top_p = 0.97f; ps[r].logprobs = 5; ps[r].logprobs_mode = MS_LOGPROBS_PROCESSED; }
+    if (r == 6) { ps[r].top_p = 0.2f; ps[r].min_p = 0.01f; }
+    if (r == 7) for (j = 0; j < V; j++) x[j] = floorf(x[j] * 8.0f) * 0.125f;
+    pp[r] = &ps[r];
+  }
+  for (mode = 0; mode < 2; mode++) {
+    ms_cuda *cu = NULL;
+    ms_cuda_desc d;
+    ms_cuda_batch b;
+    void *dl = NULL, *dp = NULL, *dt = NULL, *dout = NULL, *dtop = NULL;
+    memset(&d, 0, sizeof d);
+    d.max_rows = R; d.max_vocab = V; d.topp = mode ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX;
+    CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+    if (!cu) return;
+    CHECK(ms_cuda_malloc(cu, &dl, sizeof logits) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs[0]) == MS_OK &&
+          ms_cuda_malloc(cu, &dt, sizeof tok[0]) == MS_OK && ms_cuda_malloc(cu, &dout, sizeof out[0]) == MS_OK &&
+          ms_cuda_malloc(cu, &dtop, sizeof top[0]) == MS_OK);
+    CHECK(ms_cuda_upload(cu, dl, logits, sizeof logits) == MS_OK);
+    memset(&b, 0, sizeof b);
+    b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp;
+    b.tokens = dt; b.out = dout; b.top = dtop; b.top_stride = 5;
+    CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, V), MS_OK);
+    CHECK(ms_cuda_download(cu, probs[mode], dp, sizeof probs[0]) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    CHECK(ms_cuda_download(cu, tok[mode], dt, sizeof tok[0]) == MS_OK);
+    CHECK(ms_cuda_download(cu, out[mode], dout, sizeof out[0]) == MS_OK);
+    CHECK(ms_cuda_download(cu, top[mode], dtop, sizeof top[0]) == MS_OK);
+    for (r = 0; r < R; r++) {
+      const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
+      CHECK(ms_cuda_download(cu, sel_tail, tail, 8) == MS_OK);
+      if (mode == 0) CHECK_MSG(sel_tail[0] == 0 && sel_tail[1] == 0, "row %d radix: pbins %d sums_done %d", r, sel_tail[0], sel_tail[1]);
+      else CHECK_MSG(sel_tail[0] == want_bins[r] && sel_tail[1] == want_bins[r], "row %d bins: pbins %d sums_done %d, want %d",
+                     r, sel_tail[0], sel_tail[1], want_bins[r]);
+    }
+    ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dtop);
+    ms_cuda_destroy(cu);
+  }
+  for (r = 0; r < R; r++) {
+    ms_output o;
+    double e = 0.0;
+    memset(&o, 0, sizeof o);
+    o.top = ctop; o.top_capacity = 5;
+    CHECK_EQ_INT(ms_probs(t_cpu, logits + (size_t)r * V, V, &ps[r], NULL, cprobs), MS_OK);
+    CHECK_EQ_INT(ms_sample(t_cpu, logits + (size_t)r * V, V, &ps[r], NULL, &o), MS_OK);
+    for (mode = 0; mode < 2; mode++) {
+      int here = 0;
+      for (j = 0; j < V; j++) { double q = fabs((double)probs[mode][(size_t)r * V + j] - (double)cprobs[j]); if (q > e) e = q; }
+      if (e > 1e-5 || tok[mode][r] != o.token) here = 1;
+      if (ps[r].logprobs >= 0) {
+        if (out[mode][r].rank != o.rank || out[mode][r].n_top != o.n_top || !(fabs((double)out[mode][r].logprob - (double)o.logprob) <= 1e-4)) here = 1;
+        for (j = 0; j < o.n_top && j < out[mode][r].n_top; j++) if (top[mode][r * 5 + j].token != ctop[j].token) here = 1;
+      }
+      if (here && bad++ < 6)
+        printf("  %s row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", mode ? "bins" : "radix", r, tok[mode][r], o.token, e,
+               out[mode][r].rank, o.rank);
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+}
+
 /* ---- a grammar bitmask on a row smaller than max_vocab ----------------------
    The bitmask holds (vocab + 31) / 32 words; ms_k_mask read max_vocab's
    count of words from it, past the parameter blob when the bitmask was the
@@ -1523,6 +1613,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_features_match_cpu);
   RUN_GPU(test_gpu_splits_and_vocab_edges);
   RUN_GPU(test_gpu_tie_cuts_match_cpu);
+  RUN_GPU(test_gpu_topp_bins_route);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);

@@ -126,7 +126,7 @@ static void gb_usage(FILE *f) {
   fprintf(f,
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
-    "                      [--cache-dir DIR|off] [--json]\n"
+    "                      [--cache-dir DIR|off] [--topp radix|bins] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -138,6 +138,8 @@ static void gb_usage(FILE *f) {
     "  The floor: one read of B*V*4 bytes at the device-to-device copy bandwidth,\n"
     "  measured in the same run with cuMemcpyDtoDAsync of M MB (--copy-mb,\n"
     "  default 256; bandwidth counts the bytes read and written).\n"
+    "  --topp: top_p's threshold search (ms_cuda_desc.topp; default\n"
+    "  $MYSAMPLE_CUDA_TOPP, else radix); the cuda lines say which (\"topp\").\n"
     "  Also: the first ms_cuda_create of the process on an existing context (loads\n"
     "  NVRTC, compiles or reads the disk cache, allocates) and the warm one\n"
     "  (in-memory cache), a cold NVRTC compile and a disk-cache load.\n"
@@ -152,7 +154,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -198,6 +200,12 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     else if (!strcmp(a, "--inner")) { i++; inner = (int)strtol(v, &end, 10); if (*end || inner < 1 || inner > 100000) { fprintf(stderr, "mysample bench: bad --inner '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--sigma")) { i++; sigma = (float)strtod(v, &end); if (*end || !(sigma > 0.0f)) { fprintf(stderr, "mysample bench: bad --sigma '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--working-set-mb")) { i++; ws_mb = strtod(v, &end); if (*end || !(ws_mb >= 0) || ws_mb > 1e6) { fprintf(stderr, "mysample bench: bad --working-set-mb '%s'\n", v); return 2; } }
+    else if (!strcmp(a, "--topp")) {
+      i++;
+      if (!strcmp(v, "radix")) topp = MS_CUDA_TOPP_RADIX;
+      else if (!strcmp(v, "bins")) topp = MS_CUDA_TOPP_BINS;
+      else { fprintf(stderr, "mysample bench: bad --topp '%s' (radix or bins)\n", v); return 2; }
+    }
     else if (!strcmp(a, "--copy-mb")) { i++; copy_mb = strtod(v, &end); if (*end || !(copy_mb > 0) || copy_mb > 1e6) { fprintf(stderr, "mysample bench: bad --copy-mb '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--cache-dir")) { i++; cache_dir = v; }
     else { fprintf(stderr, "mysample bench: unknown flag '%s' with --device cuda\n", a); gb_usage(stderr); return 2; }
@@ -229,6 +237,11 @@ int ms_cli_bench_cuda(int argc, char **argv) {
   /* first and warm ms_cuda_create, on this (current) context */
   memset(&desc, 0, sizeof desc);
   desc.max_rows = maxB; desc.max_vocab = maxV; desc.cache_dir = cache_dir;
+  if (topp == MS_CUDA_TOPP_DEFAULT) {   /* as ms_cuda_create reads it, to say which */
+    const char *e = getenv("MYSAMPLE_CUDA_TOPP");
+    topp = e && !strcmp(e, "bins") ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX;
+  }
+  desc.topp = topp;
   t_first = gb_now_ms();
   res = ms_cuda_create(&cu, &desc, msg, sizeof msg);
   t_first = gb_now_ms() - t_first;
@@ -415,8 +428,9 @@ int ms_cli_bench_cuda(int argc, char **argv) {
                  "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"floor_us\": %.6f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
                  g->name, (int)B, (int)V, (double)sigma, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
-          printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f}\n",
-                 target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0);
+          printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\"}\n",
+                 target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0,
+                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix");
         } else {
           printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0);
         }

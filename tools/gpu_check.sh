@@ -12,7 +12,8 @@
 # (tools/gpu_figures.sh: the table with the PyTorch baseline),
 # memcheck (compute-sanitizer on test_cuda), ofast (the bench again with
 # --Ofast-compile=min kernels); not by default: bench (mysample's figures
-# alone), large (batches of 512 and 1024 rows: one block per row in every
+# alone), topp (top_p's two threshold searches side by side, radix and
+# bins (ms_cuda_desc.topp), then the execution tests with the bins), large (batches of 512 and 1024 rows: one block per row in every
 # pass, G = 1) and profile (Nsight Compute's per-kernel times for each
 # configuration at batch 1, 32, 256, or $PROFILE_BATCHES). Each writes OUTDIR/STEP.log under its
 # own time limit; OUTDIR/summary.txt gets one line per step (exit status,
@@ -87,13 +88,20 @@ bench() {
 large() {
   build/mysample bench --device cuda --batch 256,512,1024 --vocab 128256 --json
 }
+topp() {
+  local t
+  for t in radix bins radix bins; do
+    build/mysample bench --device cuda --config top_p_0.9,top_k_50_top_p_0.95 --topp $t --json | grep '"group": "cuda"'
+  done
+  MYSAMPLE_CUDA_TOPP=bins build/tests/test_cuda
+}
 ofast() {
   MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=--Ofast-compile=min build/mysample bench --device cuda --json
 }
 memcheck() {
   MYSAMPLE_CUDA_CACHE=off compute-sanitizer --tool memcheck --error-exitcode 9 build/tests/test_cuda
 }
-export -f info compile_cold bench large ofast memcheck profile
+export -f info compile_cold bench large topp ofast memcheck profile
 for s in $steps; do
   case $s in
     info) step info 30 info ;;
@@ -103,6 +111,7 @@ for s in $steps; do
     figures) step figures 200 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
     bench) step bench 90 bench ;;
     large) step large 90 large ;;
+    topp) step topp 240 topp ;;
     ofast) step ofast 90 ofast ;;
     memcheck) step memcheck 150 memcheck ;;
     profile) step profile 240 profile ;;

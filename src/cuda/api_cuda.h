@@ -35,7 +35,7 @@ typedef struct ms_cuda_compile_opts {
   int32_t no_memory_cache;  /* 1: ignore the in-memory cache (a cold compile, for timing) */
 } ms_cuda_compile_opts;
 
-#define MS_CUDA_MAX_KERNELS 8
+#define MS_CUDA_MAX_KERNELS 16
 typedef struct ms_cuda_compile_info {
   char target[24];          /* "sm_90" (CUBIN) or "compute_90" (PTX) */
   int32_t is_ptx;
@@ -80,7 +80,18 @@ typedef struct ms_cuda_desc {
   const char *nvrtc_path;   /* NULL: $MYSAMPLE_NVRTC_PATH or the default names */
   const char *driver_path;  /* NULL: $MYSAMPLE_CUDA_DRIVER_PATH or the default name */
   const char *cache_dir;    /* NULL: default (see ms_cuda_compile_opts); "" = no disk cache */
+  int32_t topp;             /* top_p's threshold search: MS_CUDA_TOPP_DEFAULT ($MYSAMPLE_CUDA_TOPP = radix | bins,
+                               else radix), MS_CUDA_TOPP_RADIX or MS_CUDA_TOPP_BINS (docs/CUDA.md) */
 } ms_cuda_desc;
+
+/* ms_cuda_desc.topp. Both give the same tokens and distributions. RADIX:
+   three radix passes over the row's keys, then the draw's tile sums (four
+   reads after the statistics). BINS: a histogram of the distance below
+   the max, then the tile sums with the threshold's bin listed (two reads;
+   the radix passes when that bin holds more than 1024 tokens). */
+#define MS_CUDA_TOPP_DEFAULT 0
+#define MS_CUDA_TOPP_RADIX 1
+#define MS_CUDA_TOPP_BINS 2
 
 /* Device bytes ms_cuda_create allocates for desc (0 for an invalid desc):
    logits work rows, mask bits, parameter blob, sequence counters, and a

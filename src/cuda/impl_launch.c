@@ -14,10 +14,11 @@
 #define MS__CUDA_F_MINTOK   1024
 #define MS__CUDA_F_RAW_LSE  2048
 #define MS__CUDA_F_END      4096   /* a pass writes the row's result (ms_k_row skips it) */
+#define MS__CUDA_F_TOPP_BINS 16384 /* top_p by bins (P_PBIN, P_PGATHER) */
 #define MS__CUDA_F_JOINT    8192   /* the SGLang profile (with F_HF: repetition divides, top_k on the whole row) */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41080   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41104   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
@@ -25,6 +26,8 @@
 #define MS__CUDA_P_CAND 3
 #define MS__CUDA_P_MASS 4
 #define MS__CUDA_P_SUMS 7
+#define MS__CUDA_P_PBIN 8      /* top_p by bins (F_TOPP_BINS), before P_MASS */
+#define MS__CUDA_P_PGATHER 9
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
@@ -86,6 +89,7 @@ struct ms_cuda {
   char name[128];
   int sm_count;
   int32_t max_rows, max_vocab, max_slots, words, split;
+  int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
   int32_t extra_words;
   size_t blob_bytes;
   ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len;
@@ -107,7 +111,8 @@ static int32_t ms__cuda_extra_words(const ms_cuda_desc *d) {
 
 static int ms__cuda_desc_ok(const ms_cuda_desc *d) {
   return d && d->max_rows >= 1 && d->max_rows <= (1 << 20) && d->max_vocab >= 1 &&
-         d->max_vocab <= (1 << 28) && d->max_slots >= 0 && d->max_extra_words >= 0;
+         d->max_vocab <= (1 << 28) && d->max_slots >= 0 && d->max_extra_words >= 0 &&
+         d->topp >= MS_CUDA_TOPP_DEFAULT && d->topp <= MS_CUDA_TOPP_BINS;
 }
 
 MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
@@ -179,8 +184,8 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   if (!out || !desc) { ms__cu_msg(msg, msg_size, "out and desc must not be NULL"); return MS_ERR_NULL_ARGUMENT; }
   *out = NULL;
   if (!ms__cuda_desc_ok(desc)) {
-    ms__cu_msg(msg, msg_size, "bad ms_cuda_desc: max_rows %d (1..2^20), max_vocab %d (1..2^28), max_slots %d, max_extra_words %d",
-               (int)desc->max_rows, (int)desc->max_vocab, (int)desc->max_slots, (int)desc->max_extra_words);
+    ms__cu_msg(msg, msg_size, "bad ms_cuda_desc: max_rows %d (1..2^20), max_vocab %d (1..2^28), max_slots %d, max_extra_words %d, topp %d (0..2)",
+               (int)desc->max_rows, (int)desc->max_vocab, (int)desc->max_slots, (int)desc->max_extra_words, (int)desc->topp);
     return desc->max_vocab < 1 || desc->max_vocab > (1 << 28) ? MS_ERR_BAD_VOCAB : MS_ERR_INVALID_PARAM;
   }
   rc = ms_cuda_load_driver(desc->driver_path, msg, msg_size);
@@ -192,6 +197,11 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   memset(cu, 0, sizeof *cu);
   cu->max_rows = desc->max_rows; cu->max_vocab = desc->max_vocab; cu->max_slots = desc->max_slots;
   cu->words = ms__cuda_words(desc->max_vocab); cu->split = desc->split;
+  cu->topp_bins = desc->topp == MS_CUDA_TOPP_BINS;
+  if (desc->topp == MS_CUDA_TOPP_DEFAULT) {
+    const char *e = ms__cu_getenv("MYSAMPLE_CUDA_TOPP");
+    cu->topp_bins = e && !strcmp(e, "bins");
+  }
   cu->extra_words = ms__cuda_extra_words(desc);
   cu->salt = (uint64_t)(uintptr_t)cu;
 
@@ -438,6 +448,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (R->top_k > 0) *needs |= MS__CUDA_N_TOPK;
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
       if ((flags & MS__CUDA_F_JOINT) && (R->top_k > 0 || R->top_p < 1.0f)) *needs |= MS__CUDA_N_TIES;
+      if (R->top_p < 1.0f && cu->topp_bins && !(flags & MS__CUDA_F_JOINT)) flags |= MS__CUDA_F_TOPP_BINS;
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
     /* rows without logprobs end in a pass: greedy ones in
@@ -534,6 +545,11 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     if (pass == MS__CUDA_P_SUMS && (needs & MS__CUDA_N_TIES) &&
         (rc = ms__cuda_launch(cu->fn[MS__K_TIES], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     if (!(needs & need)) continue;
+    /* top_p by bins first (rows it leaves undecided take the radix passes) */
+    if (pass == MS__CUDA_P_MASS && cu->topp_bins) {
+      for (A.pass = MS__CUDA_P_PBIN; A.pass <= MS__CUDA_P_PGATHER; A.pass++)
+        if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    }
     A.pass = pass;
     if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   }

@@ -68,6 +68,7 @@ typedef unsigned long long u64;
 #define F_MINTOK   1024
 #define F_RAW_LSE  2048
 #define F_END      4096   /* a row ending in a pass: ms_k_stats (greedy) or P_SUMS's last block */
+#define F_TOPP_BINS 16384 /* top_p's threshold by bins (P_PBIN, P_PGATHER; ms_cuda_desc.topp), the radix passes its fallback */
 #define F_JOINT    8192   /* SGLang: penalties (output only) before the bias; top_k, top_p and min_p cut
                              the whole row's distribution; ties at a cut are cut by position (id order) */
 
@@ -104,6 +105,8 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_CAND  3   /* top_k's candidates, when the first radix pass found few */
 #define P_MASS  4   /* 4, 5, 6: top_p's radix passes */
 #define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
+#define P_PBIN  8   /* F_TOPP_BINS: top_p's bins (before P_MASS) ... */
+#define P_PGATHER 9 /* ... and the tile sums with the threshold's bin listed */
 
 /* The selection state of a row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -132,8 +135,12 @@ struct Sel {
   double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
   u32 ck[MS_CAND];        /* candidates' keys and ids, in no order */
   i32 cid[MS_CAND];
+  double pabove;          /* F_TOPP_BINS: the mass of the bins above the threshold's bin, ... */
+  u32 pk_lo, pk_hi;       /* ... whose keys are [pk_lo, pk_hi) */
+  i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
+  i32 sums_done;          /* P_PGATHER summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
-static_assert(sizeof(Sel) == 41080, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41104, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -550,12 +557,12 @@ __device__ u32 minp_key(float M, float S, float min_p) {
 /* The kept weight of each tile t in [t_beg, t_end), summed by one warp:
    lane by lane over the tile's 32-id columns in order, then across the
    warp, so a tile's sum does not depend on which kernel computes it.
-   put(t, sum) runs in lane 0. Each warp takes four tiles at a time (four
-   loads in flight per lane). Counts the lane's kept elements and its last
-   kept id of positive weight. */
-template <class P>
+   put(t, sum) runs in lane 0; visit(i, l) sees every element. Each warp
+   takes four tiles at a time (four loads in flight per lane). Counts the
+   lane's kept elements and its last kept id of positive weight. */
+template <class P, class Vis>
 __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, i32 cut,
-                                          float M, float S, P &&put, u32 *cnt, i32 *last) {
+                                          float M, float S, P &&put, Vis &&visit, u32 *cnt, i32 *last) {
   const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5;
   for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += 4 * nw) {
     double s[4] = { 0.0, 0.0, 0.0, 0.0 };
@@ -569,6 +576,7 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
 #pragma unroll
       for (int u = 0; u < 4; u++) {
         const i32 i = (t0 + u * nw) * 32 * E + j * 32 + lane;
+        visit(i, l[u]);   /* every element once (-inf past the row's end) */
         if (l[u] > ms_neg_inf() && kept_at(fkey(l[u]), i, theta, cut)) {
           const float w = wdraw(l[u], M, S);
           s[u] += (double)w;
@@ -794,7 +802,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
     Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? minp_key(t.m, R.inv_temp, R.min_p) : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
     Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
-    Q->kkeep = 0xffffffffu; Q->cut = 0x7fffffff; Q->prest = 0.0; Q->praw = 0ull;
+    Q->kkeep = 0xffffffffu; Q->cut = 0x7fffffff; Q->prest = 0.0; Q->praw = 0ull; Q->pbins = 0; Q->sums_done = 0;
     Q->target = 0.0;
     /* rows that end here: greedy ones, and any that cannot be sampled */
     const i32 st = part_status(t);
@@ -1003,6 +1011,169 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
   return th;
 }
 
+/* The draw of a row that ends in a pass (F_END), by that pass's last
+   block once every tile sum is in Q->tsum: ms_k_row's draw on the same
+   sums, and the row's result. sh: room for the tile sums. */
+__device__ void end_draw(const Args &A, const Row &R, i32 r, const Sel *Q, const float *src, i32 V, u32 theta, i32 cut,
+                         float M, float S, double *sh, DrawSh *s_draw) {
+  const i32 E = tile_e(V), nt = (V + 32 * E - 1) / (32 * E);
+  const volatile double *gt = Q->tsum;
+  for (i32 t = threadIdx.x; t < nt; t += blockDim.x) sh[t] = gt[t];
+  __syncthreads();
+  const u64 pos = row_pos(A, R);
+  i32 token;
+  tiles_draw(sh, nt, 1, ms_uniform_dev(R.seed, pos, 0u), src, V, E, theta, cut, M, S, s_draw, &token);
+  if (threadIdx.x == 0) {
+    if (token < 0) token = *(const volatile i32 *)&Q->last;   /* fallback: the last kept token */
+    put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
+  }
+}
+
+
+/* ---- top_p by bins (F_TOPP_BINS) ---------------------------------------------
+   Two reads of the row instead of the radix path's four (its three passes,
+   then the tile sums), and the first without its hot bins: the radix
+   path's first pass bins the top 11 bits of the keys, so a smooth row
+   falls in a few dozen bins and the shared atomics serialise; these bins
+   are 1/MS_PB_BW of a scaled logit wide (16 below the max, the rest in
+   the last bin), so the row spreads over hundreds.
+   P_PBIN: the mass histogram of the bins (exact integer masses, fx_add);
+   the last block finds the threshold's bin (find_bin, the radix rule) and
+   its key range [pk_lo, pk_hi) (the bin is non-increasing in the key, so
+   a bisection over keys finds the ends).
+   P_PGATHER: P_SUMS's tile sums of the keys above the range (kept
+   whatever the threshold), with the range's keys listed as candidates;
+   the last block finishes (pgather_finish) and draws an F_END row. More
+   than MS_CAND candidates (a crowd of near-equal logits): the row is left
+   to the radix passes, launched after these. Both passes are branches of
+   ms_k_pass's radix and P_SUMS code, so the program compiles little more. */
+#define MS_PB_BW 128.0f
+__device__ __forceinline__ i32 topp_bin(float l, float M, float S) {
+  const float x = fminf(__fmul_rn(__fmul_rn(__fsub_rn(M, l), S), MS_PB_BW), (float)(MS_BINS - 1));
+  return MS_BINS - 1 - (i32)x;   /* larger values, higher bins (as the radix's) */
+}
+/* The smallest key in [lo, hi] whose bin is >= b (hi's bin must be). */
+__device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
+  while (lo < hi) {
+    const u32 mid = lo + ((hi - lo) >> 1);
+    if (topp_bin(unkey(mid), M, S) >= b) hi = mid; else lo = mid + 1u;
+  }
+  return lo;
+}
+/* A key of the threshold's bin, listed (rare: a call keeps the unrolled
+   tile loop small). */
+__device__ __noinline__ void pgather_add(Sel *Q, u32 key, i32 i) {
+  const u32 at = atomicAdd(&Q->ncand, 1u);
+  if (at < MS_CAND) { Q->ck[at] = key; Q->cid[at] = i; }
+}
+struct PgSh { u32 key[MS_CAND]; i32 id[MS_CAND]; };
+/* A candidate's weight in 2^-44 (a call: the exact exp is long code). */
+__device__ __noinline__ u64 cand_fx(u32 key, float M, float S) {
+  return (u64)((double)fminf(wgt(unkey(key), M, S), 1.0f) * MS_FX + 0.5);
+}
+static_assert(sizeof(PgSh) <= sizeof(double) * MS_BINS, "PgSh: ms_k_pass's shared scratch");
+/* P_PGATHER's last block, once every block's tile sums and candidates are
+   in: orders the candidates (key descending, id ascending), walks their
+   masses from pabove to the threshold (a value stays iff the mass strictly
+   above it is below the target, as in the radix path), adds the kept ones
+   to their tiles in id order, one thread a tile (so the sums do not
+   depend on G), and marks the row decided. Returns the kept set's theta,
+   or 0 when the candidates overflowed (the radix passes take the row).
+   Every thread calls; sh: 16 KB of shared scratch. */
+__device__ __noinline__ u32 pgather_finish(const Row &R, Sel *Q, const float *src, i32 V, float M, float S, u32 lower,
+                                           PgSh *sh, i32 *s_n) {
+  const i32 tid = threadIdx.x;
+  if (tid == 0) *s_n = (i32)*(const volatile u32 *)&Q->ncand;   /* (read once: thread 0 may clear it) */
+  __syncthreads();
+  const i32 n = *s_n;
+  if (n > MS_CAND) {
+    if (tid == 0) { Q->cnt = 0u; Q->last = -1; Q->ncand = 0u; Q->pbins = 0; }
+    return 0u;
+  }
+  const i32 per = (n + (i32)blockDim.x - 1) / (i32)blockDim.x;   /* <= 4 */
+  for (i32 k = tid; k < n; k += blockDim.x) { sh->key[k] = ((const volatile u32 *)Q->ck)[k]; sh->id[k] = ((const volatile i32 *)Q->cid)[k]; }
+  __syncthreads();
+  u32 mk[4];
+  i32 mi[4], rank[4];
+  for (int by_id = 0; by_id < 2; by_id++) {
+    if (by_id) __syncthreads();
+#pragma unroll 1
+  #pragma unroll 1
+  for (i32 q = 0; q < per; q++) {
+      const i32 k = tid * per + q;
+      rank[q] = -1;
+      if (k >= n) continue;
+      mk[q] = sh->key[k]; mi[q] = sh->id[k]; rank[q] = 0;
+#pragma unroll 1
+      for (i32 j = 0; j < n; j++) {
+        const u32 kj = sh->key[j];
+        const i32 ij = sh->id[j];
+        rank[q] += (by_id ? ij < mi[q] : (kj > mk[q] || (kj == mk[q] && ij < mi[q]))) ? 1 : 0;
+      }
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (i32 q = 0; q < per; q++) if (rank[q] >= 0) { sh->key[rank[q]] = mk[q]; sh->id[rank[q]] = mi[q]; }
+    __syncthreads();
+    if (by_id) break;
+    /* in value order: the integer mass before each position; a value
+       passes iff the mass before any of its positions does (the first
+       has the least) */
+    u64 run = 0ull, tot;
+#pragma unroll 1
+  #pragma unroll 1
+  for (i32 q = 0; q < per; q++) {
+      const i32 k = tid * per + q;
+      if (k < n) run += cand_fx(sh->key[k], M, S);
+    }
+    u64 before = bscan_excl(run, &tot);
+    u32 tp = 0xffffffffu;
+    const double above = Q->pabove, target = Q->target;
+#pragma unroll 1
+  #pragma unroll 1
+  for (i32 q = 0; q < per; q++) {
+      const i32 k = tid * per + q;
+      if (k >= n) continue;
+      if (above + (double)before * (1.0 / MS_FX) < target) tp = min(tp, sh->key[k]);
+      before += cand_fx(sh->key[k], M, S);
+    }
+    tp = bmin_u(tp);
+    if (tp == 0xffffffffu) tp = n > 0 ? sh->key[0] : Q->pk_hi;   /* (rounding) the largest value */
+    if (tid == 0) { Q->tp = tp; Q->pdone = 1; }
+  }
+  u32 theta = max(lower, *(volatile u32 *)&Q->tp);
+  if (R.flags & F_HF) theta = max(theta, Q->t_minp);
+  const i32 TILE = 32 * tile_e(V);
+  u32 kc = 0u;
+  i32 kl = -1;
+#pragma unroll 1
+  for (i32 q = 0; q < per; q++) {
+    const i32 k = tid * per + q;
+    if (k >= n) continue;
+    const i32 t = sh->id[k] / TILE;
+    if (sh->key[k] >= theta) { kc++; if (wdraw(src[sh->id[k]], M, S) > 0.0f) kl = max(kl, sh->id[k]); }
+    if (k == 0 || sh->id[k - 1] / TILE != t) {
+      double add = 0.0;
+      int any = 0;
+      for (i32 j = k; j < n && sh->id[j] / TILE == t; j++)
+        if (sh->key[j] >= theta) { add += (double)wdraw(src[sh->id[j]], M, S); any = 1; }
+      if (any) { volatile double *ts = &Q->tsum[t]; *ts = *ts + add; }
+    }
+  }
+  kc = bsum_u(kc);
+  kl = bmax_i(kl);
+  if (tid == 0) {
+    volatile u32 *vc = &Q->cnt;
+    volatile i32 *vl = &Q->last;
+    *vc = *vc + kc;
+    if (kl > *vl) *vl = kl;
+    Q->sums_done = 1;
+  }
+  __threadfence();
+  __syncthreads();
+  return theta;
+}
+
 /* ---- the passes ------------------------------------------------------------ */
 
 #if MS_IN_UNIT(1)
@@ -1015,7 +1186,7 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
    that a pass does not concern return at once, all their blocks alike. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
-  __shared__ i32 s_last;
+  __shared__ i32 s_last, s_n;
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
@@ -1038,53 +1209,54 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     return;
   }
 
-  if (pass == P_SUMS) {
+  if (pass == P_SUMS || pass == P_PGATHER) {
+    /* P_PGATHER: a top_p row decided by its bins' range (P_PBIN) sums the
+       keys above the range and lists the range's */
+    const int pg = pass == P_PGATHER;
     const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
-    if (greedy && !lp_proc) return;
+    if (pg ? (greedy || !Q->pbins || Q->cand || Q->pdone) : (greedy && !lp_proc)) return;
     if (Q->cand) return;   /* ms_k_row resolves it from the candidates */
-    const u32 theta = greedy ? MS_KEY_NEG_INF + 1u : sel_theta(R, Q);
+    if (Q->sums_done) return;   /* P_PGATHER summed the tiles (and drew an F_END row) */
+    const u32 k_lo = pg ? Q->pk_lo : 0u, span = pg ? Q->pk_hi - k_lo : 0u, k_hi = k_lo + span;
+    u32 theta = greedy ? MS_KEY_NEG_INF + 1u : pg ? max(k_hi, (R.flags & F_HF) ? Q->t_minp : 0u) : sel_theta(R, Q);
     const i32 E = tile_e(V), TILE = 32 * E;
     /* beg is a multiple of TILE unless the chunk lies past the row's end */
     const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
     u32 cnt = 0u;
     i32 last = -1;
     const i32 cut = Q->cut;
-    tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; }, &cnt, &last);
+    tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; },
+              [&](i32 i, float l) {   /* (P_SUMS: span 0; -inf's key is below any k_lo) */
+                const u32 key = fkey(l);
+                if (key - k_lo < span) pgather_add(Q, key, i);
+              }, &cnt, &last);
     cnt = bsum_u(cnt);
     last = bmax_i(last);
     if (tid == 0) {
       if (cnt) atomicAdd(&Q->cnt, cnt);
       if (last >= 0) atomicMax(&Q->last, last);
     }
-    if (!(R.flags & F_END)) return;
-    /* the row ends here: the last block to finish draws (ms_k_row's
-       draw, on the same tile sums) */
+    if (!pg && !(R.flags & F_END)) return;
+    /* the last block to finish decides (P_PGATHER) and draws an F_END row
+       (ms_k_row's draw, on the same tile sums) */
     __threadfence();   /* this block's tile sums before the count that announces them */
     __syncthreads();
     if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
     __syncthreads();
     if (!s_last) return;
-    const i32 nt = (V + TILE - 1) / TILE;
-    const volatile double *gt = Q->tsum;
-    for (i32 t = tid; t < nt; t += blockDim.x) sh.d[t] = gt[t];
-    __syncthreads();
-    const u64 pos = row_pos(A, R);
-    i32 token;
-    tiles_draw(sh.d, nt, 1, ms_uniform_dev(R.seed, pos, 0u), src, V, E, theta, cut, M, S, &s_draw, &token);
-    if (tid == 0) {
-      if (token < 0) token = *(const volatile i32 *)&Q->last;   /* fallback: the last kept token */
-      Q->arrived = 0;
-      put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
-    }
+    if (tid == 0) Q->arrived = 0;
+    if (pg && !(theta = pgather_finish(R, Q, src, V, M, S, sel_t1(R, Q), (PgSh *)&sh, &s_n))) return;
+    if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh.d, &s_draw);
     return;
   }
 
-  /* the radix passes */
-  const int joint = (R.flags & F_JOINT) != 0;
+  /* the radix passes, and P_PBIN (a first pass in other bins) */
+  const int joint = (R.flags & F_JOINT) != 0, pbin = pass == P_PBIN;
   const int count = pass < P_MASS;
-  const i32 j = pass - (count ? P_COUNT : P_MASS);
+  const i32 j = pbin ? 0 : pass - (count ? P_COUNT : P_MASS);
   if (greedy || j < 0 || j > 2) return;
   if (count ? (R.top_k <= 0 || Q->cdone) : (!(R.top_p < 1.0f) || Q->pdone || Q->cand)) return;
+  if (pbin && (!(R.flags & F_TOPP_BINS) || sel_t1(R, Q) > fkey(M))) return;
   const int shift = j == 0 ? 21 : j == 1 ? 10 : 0;
   const i32 nb = j == 2 ? 1024 : 2048;
   const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
@@ -1094,7 +1266,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   row_for<4>(src, beg, end, [&](i32, float l) {
     const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
-      const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
+      const i32 b = pbin ? topp_bin(l, M, S) : (i32)((key >> shift) & (u32)(nb - 1));
       if (count) atomicAdd(&sh.u[b], 1u);
       else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
     }
@@ -1141,6 +1313,15 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   }
   double above;
   const i32 b = find_bin<double>(sh.d, nb, target, &above);
+  if (pbin) {   /* the bin's key range, for P_PGATHER */
+    if (tid == 0) {
+      const u32 kmax = fkey(M);
+      Q->pk_lo = topp_key(lower, kmax, b, M, S);
+      Q->pk_hi = b == nb - 1 ? kmax + 1u : topp_key(lower, kmax, b + 1, M, S);
+      Q->pabove = above; Q->target = target; Q->ncand = 0u; Q->pbins = 1; Q->arrived = 0;
+    }
+    return;
+  }
   u64 raw_b = 0ull;
   if (keep_raw) {
     raw_b = gh[b];
