@@ -34,7 +34,7 @@ static int t_have_nvrtc(void) {
 }
 
 /* ---- NVRTC: every kernel compiles for sm_80 and sm_90 ---------------------- */
-static void t_compile_arch(int sm) {
+static void t_compile_arch_opt(int sm, int topp_bins) {
   static char log[16384];
   ms_cuda_compile_opts o;
   ms_cuda_compile_info info;
@@ -44,6 +44,7 @@ static void t_compile_arch(int sm) {
   memset(&o, 0, sizeof o);
   o.no_disk_cache = 1;
   o.no_memory_cache = 1;
+  o.topp_bins = topp_bins;
   rc = ms_cuda_compile(sm, &o, &info, log, sizeof log);
   CHECK_MSG(rc == MS_OK, "sm_%d: %s\n%s", sm, ms_result_str(rc), log);
   if (rc != MS_OK) return;
@@ -58,8 +59,19 @@ static void t_compile_arch(int sm) {
     CHECK(info.kernel_seconds[i] > 0.0 && info.kernel_seconds[i] <= info.seconds);
   }
   CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
+  /* the bins' variant holds more code than the default (the same sm) */
+  {
+    static unsigned long default_size[200];
+    if (sm > 0 && sm < 200 && !topp_bins) default_size[sm] = (unsigned long)info.binary_size;
+    if (sm > 0 && sm < 200 && topp_bins && default_size[sm])
+      CHECK_MSG(info.binary_size > default_size[sm], "sm_%d: %lu bytes with the bins, %lu without", sm,
+                (unsigned long)info.binary_size, default_size[sm]);
+  }
 }
+static void t_compile_arch(int sm) { t_compile_arch_opt(sm, 0); }
 static void test_nvrtc_compile_sm80(void) { t_compile_arch(80); }
+/* the variant with top_p's bins (MS_CUDA_TOPP_BINS: -DMS_TOPP_BINS=1) */
+static void test_nvrtc_compile_sm90_topp_bins(void) { t_compile_arch_opt(90, 1); }
 static void test_nvrtc_compile_sm90(void) { t_compile_arch(90); }
 
 /* An architecture NVRTC does not know: a clear MS_ERR_COMPILE, never a crash. */
@@ -1596,6 +1608,7 @@ int main(int argc, char **argv) {
   if (!t_emu_flag) {
     RUN(test_nvrtc_compile_sm80);
     RUN(test_nvrtc_compile_sm90);
+    RUN(test_nvrtc_compile_sm90_topp_bins);
     RUN(test_nvrtc_unsupported_arch);
     RUN(test_nvrtc_options_env);
     RUN(test_compile_caches);

@@ -11,11 +11,12 @@
 
 static void ms__cli_cuda_usage(FILE *f) {
   fprintf(f,
-    "usage: mysample cuda-compile [--arch sm_90] [--cache] [--cache-dir DIR] [--nvrtc PATH]\n"
+    "usage: mysample cuda-compile [--arch sm_90] [--cache] [--cache-dir DIR] [--nvrtc PATH] [--topp-bins]\n"
     "  Compiles the kernels of mysample_cuda.h with NVRTC for each --arch\n"
     "  (repeatable; sm_XX or XX; default: sm_80 and sm_90) and prints each\n"
     "  kernel's status and the compile time. Cold by default (no caches);\n"
     "  --cache uses the disk cache ($MYSAMPLE_CUDA_CACHE, ~/.cache/mysample).\n"
+    "  --topp-bins: the variant with top_p's bins (MS_CUDA_TOPP_BINS).\n"
     "  Exit status 0 when everything compiled, 1 on a compile error, 2 on\n"
     "  bad usage, 3 when NVRTC cannot be loaded.\n");
 }
@@ -47,6 +48,7 @@ int ms_cli_cuda_compile(int argc, char **argv) {
       if (sm < 10 || n_archs == 16) { fprintf(stderr, "mysample cuda-compile: bad --arch '%s'\n", a + 7); return 2; }
       archs[n_archs++] = sm;
     } else if (!strcmp(a, "--cache")) o.no_disk_cache = 0;
+    else if (!strcmp(a, "--topp-bins")) o.topp_bins = 1;
     else if (!strcmp(a, "--cache-dir") && i + 1 < argc) { o.no_disk_cache = 0; o.cache_dir = argv[++i]; }
     else if (!strcmp(a, "--nvrtc") && i + 1 < argc) o.nvrtc_path = argv[++i];
     else { fprintf(stderr, "mysample cuda-compile: unknown argument '%s'\n", a); ms__cli_cuda_usage(stderr); return 2; }

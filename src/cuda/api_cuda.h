@@ -33,6 +33,7 @@ typedef struct ms_cuda_compile_opts {
   const char *cache_dir;    /* NULL: $MYSAMPLE_CUDA_CACHE or the default; "" disables the disk cache */
   int32_t no_disk_cache;    /* 1: neither read nor write the disk cache */
   int32_t no_memory_cache;  /* 1: ignore the in-memory cache (a cold compile, for timing) */
+  int32_t topp_bins;        /* 1: with top_p's bins (MS_CUDA_TOPP_BINS; ms_cuda_create sets it as its desc asks) */
 } ms_cuda_compile_opts;
 
 #define MS_CUDA_MAX_KERNELS 16

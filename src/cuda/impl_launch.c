@@ -243,6 +243,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   memset(&co, 0, sizeof co);
   co.nvrtc_path = desc->nvrtc_path;
   co.cache_dir = desc->cache_dir;
+  co.topp_bins = cu->topp_bins;   /* the bins' passes are compiled in only when asked for */
   rc = ms_cuda_compile(major * 10 + minor, &co, NULL, msg, msg_size);
   if (rc != MS_OK) goto fail;
   ms__cu_lock(&ms__cu_compile_mu);

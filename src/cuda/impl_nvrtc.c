@@ -404,6 +404,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   snprintf(archopt, sizeof archopt, "-arch=%s", target);
   opts[n_opts++] = archopt;
   for (i = 0; ms__cu_opts[i]; i++) opts[n_opts++] = ms__cu_opts[i];
+  if (o && o->topp_bins) opts[n_opts++] = "-DMS_TOPP_BINS=1";   /* (in the key through the options' hash) */
   n_opts += ms__cu_extra_opts(opts + n_opts, (int)(sizeof opts / sizeof opts[0]) - n_opts);
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
   snprintf(key, sizeof key, "v%s-nvrtc%d.%d-%s-src%016llx-opt%016llx", MYSAMPLE_VERSION_STRING,
