@@ -157,10 +157,10 @@ MS__PRIVATE float ms__key_float(uint32_t k) {
 }
 
 /* Sorts (v, id) pairs by descending value, ties by ascending id. Small
-   inputs use insertion sort; larger ones an LSD radix sort on 8-bit digits
-   of the value's order-preserving key, skipping digits every key shares
-   (candidates from a narrow bracket share their top bits). Stable, so
-   pairs given in id order keep ties in id order. ka/kb/ki: scratch of n. */
+   inputs use insertion sort; larger ones an LSD radix sort on digits of up
+   to 11 bits of the value's order-preserving key, skipping digits every
+   key shares (candidates from a narrow bracket share their top bits), then put each
+   run of ties in id order. ka/kb/ki: scratch of n. */
 MS__PRIVATE void ms__sort_desc_with(float *v, int32_t *id, int32_t n, uint32_t *ka, uint32_t *kb, int32_t *ki) {
   int32_t i;
   int shift;
@@ -202,6 +202,22 @@ MS__PRIVATE void ms__sort_desc_with(float *v, int32_t *id, int32_t n, uint32_t *
   }
   for (i = 0; i < n; i++) v[i] = ms__key_float(a[i]);
   if (ai != id) memcpy(id, ai, (size_t)n * 4);
+  /* ties by ascending id: the radix passes keep the input's order, and a
+     candidate list is not in id order where touched ids (penalised,
+     biased) were appended after the scan; a tie between a touched and an
+     untouched id then came out by position (SGLang's exact top-k kept the
+     wrong one, logprob lists listed it late). Runs of equal values are
+     short and mostly in order already: an insertion sort of the ids. */
+  for (i = 0; i < n;) {
+    int32_t j = i + 1, q;
+    while (j < n && v[j] == v[i]) j++;
+    for (q = i + 1; q < j; q++) {
+      int32_t x = id[q], r = q - 1;
+      while (r >= i && id[r] > x) { id[r + 1] = id[r]; r--; }
+      id[r + 1] = x;
+    }
+    i = j;
+  }
 }
 #define ms__sort_desc(w, v, id, n) ms__sort_desc_with((v), (id), (n), (w)->ka, (w)->kb, (w)->ki)
 

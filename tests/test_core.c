@@ -289,6 +289,55 @@ TEST(test_vllm_ties_match_reference) { run_against_naive_rows(MS_PROFILE_VLLM, 1
 TEST(test_hf_ties_match_reference) { run_against_naive_rows(MS_PROFILE_HF, 1); }
 TEST(test_sglang_ties_match_reference) { run_against_naive_rows(MS_PROFILE_SGLANG, 1); }
 
+/* A touched id (penalised here: repetition 0.8 lifts 2.0 to exactly 2.5)
+   tying with untouched ones, in a candidate list long enough for the
+   radix sort (61 ties at top-k 40): ties go by id wherever the touched id
+   was appended. SGLang's exact top-k keeps the lowest 40 ids of the tie,
+   39 among them; the processed logprob lists start with id 39. */
+TEST(test_touched_ties_by_id) {
+  enum { V = 1000 };
+  static float x[V], probs[V], want[V];
+  int32_t hist[1] = { 39 };
+  int profile, i, path;
+  for (i = 0; i < V; i++) x[i] = -5.0f;
+  for (i = 100; i < 160; i++) x[i] = 2.5f;
+  x[39] = 2.0f;
+  for (path = 0; path < N_SIMD_PATHS; path++) {
+    ms_sampler *s = make_sampler(simd_paths[path], V);
+    if (!s) continue;
+    if (strcmp(ms_sampler_simd(s), simd_paths[path]) != 0) { ms_sampler_destroy(s); continue; }
+    for (profile = 0; profile < 3; profile++) {
+      ms_params p = ms_params_default();
+      ms_seq *q = NULL;
+      ms_output o;
+      ms_logprob top[5];
+      p.profile = (ms_profile)profile;
+      p.repetition_penalty = 0.8f;
+      p.top_k = 40;
+      p.logprobs = 5; p.logprobs_mode = MS_LOGPROBS_PROCESSED;
+      CHECK(ms_seq_create(&q, 16) == MS_OK);
+      if (!q) break;
+      /* SGLang counts the output only: 39 is an output token there, a prompt token elsewhere */
+      CHECK(ms_seq_reset(q, profile == MS_PROFILE_SGLANG ? NULL : hist, profile == MS_PROFILE_SGLANG ? 0 : 1, V, &p, 1) == MS_OK);
+      if (profile == MS_PROFILE_SGLANG) CHECK(ms_seq_accept(q, 39) == MS_OK);
+      CHECK(ms_probs(s, x, V, &p, q, probs) == MS_OK);
+      CHECK(naive_probs(x, V, &p, profile == MS_PROFILE_SGLANG ? NULL : hist, profile == MS_PROFILE_SGLANG ? 0 : 1,
+                        profile == MS_PROFILE_SGLANG ? hist : NULL, profile == MS_PROFILE_SGLANG ? 1 : 0, want) == 0);
+      CHECK_MSG(compare_probs(probs, want, V, 1e-6, 1) == 0, "%s %s", simd_paths[path], ms_profile_name(p.profile));
+      CHECK(probs[39] > 0.0f);
+      memset(&o, 0, sizeof o);
+      o.top = top; o.top_capacity = 5;
+      p.seed = 1; p.has_seed = 1;
+      CHECK(ms_sample(s, x, V, &p, q, &o) == MS_OK);
+      CHECK_MSG(o.n_top == 5 && top[0].token == 39 && top[1].token == 100 && top[4].token == 103,
+                "%s %s: top %d %d %d %d %d", simd_paths[path], ms_profile_name(p.profile), top[0].token, top[1].token,
+                top[2].token, top[3].token, top[4].token);
+      ms_seq_destroy(q);
+    }
+    ms_sampler_destroy(s);
+  }
+}
+
 int main(void) {
   RUN(test_philox_known_answers);
   RUN(test_uniform_range_and_independence);
@@ -299,5 +348,6 @@ int main(void) {
   RUN(test_vllm_ties_match_reference);
   RUN(test_hf_ties_match_reference);
   RUN(test_sglang_ties_match_reference);
+  RUN(test_touched_ties_by_id);
   return t_done();
 }
