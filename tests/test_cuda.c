@@ -850,7 +850,7 @@ static void test_gpu_features_match_cpu(void) {
           lp_bad++; bad_here = 1;
           printf("  logprobs differ: lp %.6g / %.6g, rank %d / %d, n_top %d / %d",
                  (double)out[r].logprob, (double)o.logprob, out[r].rank, o.rank, out[r].n_top, o.n_top);
-          for (j = 0; j < o.n_top && j < out[r].n_top && j < 4; j++)
+          for (j = 0; j < o.n_top && j < out[r].n_top && j < 20; j++)
             printf(" [%d %.5g / %d %.5g]", top[r * 20 + j].token, (double)top[r * 20 + j].logprob, ctop[j].token, (double)ctop[j].logprob);
           printf("\n");
         }
@@ -875,6 +875,61 @@ static void test_gpu_features_match_cpu(void) {
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout);
   ms_cuda_free(cu, dtop); ms_cuda_free(cu, dids); ms_cuda_free(cu, dslots);
   ms_cuda_destroy(cu);
+}
+
+/* ---- one batch through both calls, rows against the CPU ----------------------- */
+/* Device buffers for t_batch_run: logits, probs, tokens, outputs, top lists. */
+typedef struct t_dev { void *dl, *dp, *dt, *dout, *dtop; } t_dev;
+static int t_dev_alloc(ms_cuda *cu, t_dev *g, size_t logits_bytes, int rows, int top_stride) {
+  memset(g, 0, sizeof *g);
+  return ms_cuda_malloc(cu, &g->dl, logits_bytes) == MS_OK && ms_cuda_malloc(cu, &g->dp, logits_bytes) == MS_OK &&
+         ms_cuda_malloc(cu, &g->dt, (size_t)rows * 4) == MS_OK &&
+         ms_cuda_malloc(cu, &g->dout, (size_t)rows * sizeof(ms_cuda_out)) == MS_OK &&
+         ms_cuda_malloc(cu, &g->dtop, (size_t)rows * (size_t)top_stride * sizeof(ms_logprob)) == MS_OK;
+}
+static void t_dev_free(ms_cuda *cu, t_dev *g) {
+  ms_cuda_free(cu, g->dl); ms_cuda_free(cu, g->dp); ms_cuda_free(cu, g->dt); ms_cuda_free(cu, g->dout); ms_cuda_free(cu, g->dtop);
+}
+/* Rows pp[0..R) of R x V logits through ms_cuda_probs, then ms_cuda_sample
+   (no slots); the distributions, tokens, outputs and top lists come back. */
+static void t_batch_run(ms_cuda *cu, t_dev *g, const float *logits, int R, int V, const ms_params **pp, int top_stride,
+                        float *probs, int32_t *tok, ms_cuda_out *out, ms_logprob *top) {
+  ms_cuda_batch b;
+  CHECK(ms_cuda_upload(cu, g->dl, logits, (size_t)R * (size_t)V * 4) == MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = g->dl; b.row_stride = (size_t)V; b.params = pp;
+  b.tokens = g->dt; b.out = g->dout; b.top = g->dtop; b.top_stride = top_stride;
+  CHECK(ms_cuda_probs(cu, NULL, &b, g->dp, (size_t)V) == MS_OK);
+  CHECK(ms_cuda_download(cu, probs, g->dp, (size_t)R * (size_t)V * 4) == MS_OK);
+  CHECK(ms_cuda_sample(cu, NULL, &b) == MS_OK);
+  CHECK(ms_cuda_download(cu, tok, g->dt, (size_t)R * 4) == MS_OK);
+  CHECK(ms_cuda_download(cu, out, g->dout, (size_t)R * sizeof(ms_cuda_out)) == MS_OK);
+  CHECK(ms_cuda_download(cu, top, g->dtop, (size_t)R * (size_t)top_stride * sizeof(ms_logprob)) == MS_OK);
+}
+/* One row of t_batch_run's results against ms_probs / ms_sample (no
+   sequence): the status, the distribution within 1e-5 (*e: the largest
+   difference), the token, and with logprobs the token's logprob, rank and
+   top list. cprobs: V floats of scratch, the CPU's distribution after;
+   *o: the CPU's output (its top list in ctop). Returns 1 when they differ. */
+static int t_row_differs(ms_sampler *cpu, const float *x, int V, const ms_params *p, const float *probs, int32_t tok,
+                         const ms_cuda_out *out, const ms_logprob *top, int top_stride, float *cprobs, ms_logprob *ctop,
+                         ms_output *o, ms_result *crc, double *e) {
+  int j, here = 0;
+  *e = 0.0;
+  *crc = ms_probs(cpu, x, V, p, NULL, cprobs);
+  memset(o, 0, sizeof *o);
+  o->top = ctop; o->top_capacity = top_stride;
+  if (*crc == MS_OK) *crc = ms_sample(cpu, x, V, p, NULL, o);
+  if (out->status != (int32_t)*crc) return 1;
+  if (*crc != MS_OK) return tok != -1;
+  for (j = 0; j < V; j++) { double q = fabs((double)probs[j] - (double)cprobs[j]); if (q > *e) *e = q; }
+  if (*e > 1e-5 || tok != o->token) here = 1;
+  if (p->logprobs >= 0) {
+    if (!(fabs((double)out->logprob - (double)o->logprob) <= 1e-4) || out->rank != o->rank || out->n_top != o->n_top) here = 1;
+    for (j = 0; j < o->n_top && j < out->n_top; j++)
+      if (top[j].token != ctop[j].token || !(fabs((double)top[j].logprob - (double)ctop[j].logprob) <= 1e-4)) here = 1;
+  }
+  return here;
 }
 
 /* ---- splits, vocabulary edges, bad rows in split rows ---------------------- */
@@ -906,17 +961,14 @@ static void test_gpu_splits_and_vocab_edges(void) {
   for (si = 0; si < 4; si++) {
     ms_cuda *cu = NULL;
     ms_cuda_desc d;
-    void *dl = NULL, *dp = NULL, *dt = NULL, *dout = NULL, *dtop = NULL;
+    t_dev g;
     memset(&d, 0, sizeof d);
     d.max_rows = R; d.max_vocab = VMAX; d.split = splits[si];
     CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
     if (!cu) break;
-    CHECK(ms_cuda_malloc(cu, &dl, sizeof logits) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs) == MS_OK &&
-          ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK && ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK &&
-          ms_cuda_malloc(cu, &dtop, sizeof top) == MS_OK);
+    CHECK(t_dev_alloc(cu, &g, sizeof logits, R, 8));
     for (vi = 0; vi < 7; vi++) {
       const int V = vocabs[vi];
-      ms_cuda_batch b;
       /* emulator time: the largest vocabulary (several ids per draw tile)
          in one block and over 7 only */
       if (t_small() && V > 65536 && (splits[si] == 2 || splits[si] == 32)) continue;
@@ -940,41 +992,14 @@ static void test_gpu_splits_and_vocab_edges(void) {
         if (r == 10) { ps[r].top_k = 40; ps[r].top_p = 0.8f; ps[r].min_p = 0.1f; ps[r].profile = MS_PROFILE_HF; }
         if (r == 11) { ps[r].top_k = 3; ps[r].min_p = 0.05f; for (j = 0; j < V; j++) x[j] = 0.25f; }
       }
-      CHECK(ms_cuda_upload(cu, dl, logits, (size_t)R * (size_t)V * 4) == MS_OK);
-      memset(&b, 0, sizeof b);
-      b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = (size_t)V; b.params = pp;
-      b.tokens = dt; b.out = dout; b.top = dtop; b.top_stride = 8;
-      CHECK(ms_cuda_probs(cu, NULL, &b, dp, (size_t)V) == MS_OK);
-      CHECK(ms_cuda_download(cu, probs, dp, (size_t)R * (size_t)V * 4) == MS_OK);
-      CHECK(ms_cuda_sample(cu, NULL, &b) == MS_OK);
-      CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK);
-      CHECK(ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
-      CHECK(ms_cuda_download(cu, top, dtop, sizeof top) == MS_OK);
+      t_batch_run(cu, &g, logits, R, V, pp, 8, probs, tok, out, top);
       for (r = 0; r < R; r++) {
-        const float *x = logits + (size_t)r * (size_t)V;
         ms_output o;
         ms_result crc;
-        double e = 0.0;
-        int here = 0;
+        double e;
         rows++;
-        crc = ms_probs(cpu, x, V, &ps[r], NULL, cprobs);
-        memset(&o, 0, sizeof o);
-        o.top = ctop; o.top_capacity = 8;
-        if (crc == MS_OK) crc = ms_sample(cpu, x, V, &ps[r], NULL, &o);
-        if (out[r].status != (int32_t)crc) here = 1;
-        if (crc == MS_OK && !here) {
-          for (j = 0; j < V; j++) {
-            double q = fabs((double)probs[(size_t)r * (size_t)V + (size_t)j] - (double)cprobs[j]);
-            if (q > e) e = q;
-          }
-          if (e > 1e-5 || tok[r] != o.token) here = 1;
-          if (ps[r].logprobs >= 0) {
-            if (!(fabs((double)out[r].logprob - (double)o.logprob) <= 1e-4) || out[r].rank != o.rank || out[r].n_top != o.n_top) here = 1;
-            for (j = 0; j < o.n_top && j < out[r].n_top; j++)
-              if (top[r * 8 + j].token != ctop[j].token || !(fabs((double)top[r * 8 + j].logprob - (double)ctop[j].logprob) <= 1e-4)) here = 1;
-          }
-        } else if (crc != MS_OK && tok[r] != -1) here = 1;
-        if (here) {
+        if (t_row_differs(cpu, logits + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r],
+                          top + r * 8, 8, cprobs, ctop, &o, &crc, &e)) {
           bad++;
           if (bad <= 10)
             printf("  split %d vocab %d row %d: status %d / cpu %d, token %d / %d, max |dp| %.3g, lp %.6g / %.6g, rank %d / %d, n_top %d / %d\n",
@@ -983,7 +1008,7 @@ static void test_gpu_splits_and_vocab_edges(void) {
         }
       }
     }
-    ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dtop);
+    t_dev_free(cu, &g);
     ms_cuda_destroy(cu);
   }
   printf("  %d rows, %d differ from the CPU\n", rows, bad);
@@ -1014,16 +1039,13 @@ static void test_gpu_tie_cuts_match_cpu(void) {
   for (si = 0; si < 3; si++) {
     ms_cuda *cu = NULL;
     ms_cuda_desc d;
-    void *dl = NULL, *dp = NULL, *dt = NULL, *dout = NULL, *dtop = NULL;
+    t_dev g;
     memset(&d, 0, sizeof d);
     d.max_rows = R; d.max_vocab = VMAX; d.split = splits[si];
     CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
     if (!cu) break;
-    CHECK(ms_cuda_malloc(cu, &dl, sizeof logits) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs) == MS_OK &&
-          ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK && ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK &&
-          ms_cuda_malloc(cu, &dtop, sizeof top) == MS_OK);
+    CHECK(t_dev_alloc(cu, &g, sizeof logits, R, 8));
     for (it = 0; it < iters; it++) {
-      ms_cuda_batch b;
       for (r = 0; r < R; r++) {
         float *x = logits + (size_t)r * (size_t)V, level = 0.0f;
         int lv, n_levels = 1 + (int)t_rand(4), total = 0;
@@ -1053,43 +1075,20 @@ static void test_gpu_tie_cuts_match_cpu(void) {
         ps[r].seed = (uint64_t)(si * 1000 + it * 10 + r); ps[r].has_seed = 1;
         pp[r] = &ps[r];
       }
-      CHECK(ms_cuda_upload(cu, dl, logits, (size_t)R * (size_t)V * 4) == MS_OK);
-      memset(&b, 0, sizeof b);
-      b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = (size_t)V; b.params = pp;
-      b.tokens = dt; b.out = dout; b.top = dtop; b.top_stride = 8;
-      CHECK(ms_cuda_probs(cu, NULL, &b, dp, (size_t)V) == MS_OK);
-      CHECK(ms_cuda_download(cu, probs, dp, (size_t)R * (size_t)V * 4) == MS_OK);
-      CHECK(ms_cuda_sample(cu, NULL, &b) == MS_OK);
-      CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK);
-      CHECK(ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
-      CHECK(ms_cuda_download(cu, top, dtop, sizeof top) == MS_OK);
+      t_batch_run(cu, &g, logits, R, V, pp, 8, probs, tok, out, top);
       for (r = 0; r < R; r++) {
         const float *x = logits + (size_t)r * (size_t)V;
         ms_output o;
         ms_result crc;
-        double e = 0.0;
-        int here = 0, kept = 0, last = -1, partial = 0;
+        double e;
+        int here, kept = 0, last = -1;
         rows++;
-        crc = ms_probs(t_cpu, x, V, &ps[r], NULL, cprobs);
-        memset(&o, 0, sizeof o);
-        o.top = ctop; o.top_capacity = 8;
-        if (crc == MS_OK) crc = ms_sample(t_cpu, x, V, &ps[r], NULL, &o);
-        if (crc != MS_OK || out[r].status != 0) { if (out[r].status != (int32_t)crc) here = 1; }
-        else {
-          for (j = 0; j < V; j++) {
-            double q = fabs((double)probs[(size_t)r * (size_t)V + (size_t)j] - (double)cprobs[j]);
-            if (q > e) e = q;
-            /* a kept value whose tie continues past the last kept id: the cut fell inside */
-            if (cprobs[j] > 0.0f) { kept++; last = j; }
-          }
-          for (j = 0; j < V && last >= 0; j++) if (cprobs[j] == 0.0f && x[j] == x[last] && j > last) { partial = 1; break; }
-          cut_inside += partial;
-          if (e > 1e-5 || tok[r] != o.token) here = 1;
-          if (ps[r].logprobs >= 0) {
-            if (!(fabs((double)out[r].logprob - (double)o.logprob) <= 1e-4) || out[r].rank != o.rank || out[r].n_top != o.n_top) here = 1;
-            for (j = 0; j < o.n_top && j < out[r].n_top; j++)
-              if (top[r * 8 + j].token != ctop[j].token || !(fabs((double)top[r * 8 + j].logprob - (double)ctop[j].logprob) <= 1e-4)) here = 1;
-          }
+        here = t_row_differs(t_cpu, x, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r], top + r * 8, 8, cprobs,
+                             ctop, &o, &crc, &e);
+        if (crc == MS_OK) {
+          /* a kept value whose tie continues past the last kept id: the cut fell inside */
+          for (j = 0; j < V; j++) if (cprobs[j] > 0.0f) { kept++; last = j; }
+          for (j = last + 1; j < V && last >= 0; j++) if (cprobs[j] == 0.0f && x[j] == x[last]) { cut_inside++; break; }
         }
         if (here) {
           bad++;
@@ -1100,7 +1099,7 @@ static void test_gpu_tie_cuts_match_cpu(void) {
         }
       }
     }
-    ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dtop);
+    t_dev_free(cu, &g);
     ms_cuda_destroy(cu);
   }
   printf("  %d rows (%d with a cut inside a tie), %d differ from the CPU\n", rows, cut_inside, bad);
@@ -1146,25 +1145,13 @@ static void test_gpu_topp_bins_route(void) {
   for (mode = 0; mode < 2; mode++) {
     ms_cuda *cu = NULL;
     ms_cuda_desc d;
-    ms_cuda_batch b;
-    void *dl = NULL, *dp = NULL, *dt = NULL, *dout = NULL, *dtop = NULL;
+    t_dev g;
     memset(&d, 0, sizeof d);
     d.max_rows = R; d.max_vocab = V; d.topp = mode ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX;
     CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
     if (!cu) return;
-    CHECK(ms_cuda_malloc(cu, &dl, sizeof logits) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs[0]) == MS_OK &&
-          ms_cuda_malloc(cu, &dt, sizeof tok[0]) == MS_OK && ms_cuda_malloc(cu, &dout, sizeof out[0]) == MS_OK &&
-          ms_cuda_malloc(cu, &dtop, sizeof top[0]) == MS_OK);
-    CHECK(ms_cuda_upload(cu, dl, logits, sizeof logits) == MS_OK);
-    memset(&b, 0, sizeof b);
-    b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp;
-    b.tokens = dt; b.out = dout; b.top = dtop; b.top_stride = 5;
-    CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, V), MS_OK);
-    CHECK(ms_cuda_download(cu, probs[mode], dp, sizeof probs[0]) == MS_OK);
-    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
-    CHECK(ms_cuda_download(cu, tok[mode], dt, sizeof tok[0]) == MS_OK);
-    CHECK(ms_cuda_download(cu, out[mode], dout, sizeof out[0]) == MS_OK);
-    CHECK(ms_cuda_download(cu, top[mode], dtop, sizeof top[0]) == MS_OK);
+    CHECK(t_dev_alloc(cu, &g, sizeof logits, R, 5));
+    t_batch_run(cu, &g, logits, R, V, pp, 5, probs[mode], tok[mode], out[mode], top[mode]);
     for (r = 0; r < R; r++) {
       const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
       CHECK(ms_cuda_download(cu, sel_tail, tail, 8) == MS_OK);
@@ -1172,25 +1159,16 @@ static void test_gpu_topp_bins_route(void) {
       else CHECK_MSG(sel_tail[0] == want_bins[r] && sel_tail[1] == want_bins[r], "row %d bins: pbins %d sums_done %d, want %d",
                      r, sel_tail[0], sel_tail[1], want_bins[r]);
     }
-    ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dtop);
+    t_dev_free(cu, &g);
     ms_cuda_destroy(cu);
   }
   for (r = 0; r < R; r++) {
-    ms_output o;
-    double e = 0.0;
-    memset(&o, 0, sizeof o);
-    o.top = ctop; o.top_capacity = 5;
-    CHECK_EQ_INT(ms_probs(t_cpu, logits + (size_t)r * V, V, &ps[r], NULL, cprobs), MS_OK);
-    CHECK_EQ_INT(ms_sample(t_cpu, logits + (size_t)r * V, V, &ps[r], NULL, &o), MS_OK);
     for (mode = 0; mode < 2; mode++) {
-      int here = 0;
-      for (j = 0; j < V; j++) { double q = fabs((double)probs[mode][(size_t)r * V + j] - (double)cprobs[j]); if (q > e) e = q; }
-      if (e > 1e-5 || tok[mode][r] != o.token) here = 1;
-      if (ps[r].logprobs >= 0) {
-        if (out[mode][r].rank != o.rank || out[mode][r].n_top != o.n_top || !(fabs((double)out[mode][r].logprob - (double)o.logprob) <= 1e-4)) here = 1;
-        for (j = 0; j < o.n_top && j < out[mode][r].n_top; j++) if (top[mode][r * 5 + j].token != ctop[j].token) here = 1;
-      }
-      if (here && bad++ < 6)
+      ms_output o;
+      ms_result crc;
+      double e;
+      if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs[mode] + (size_t)r * V, tok[mode][r], &out[mode][r],
+                        top[mode] + r * 5, 5, cprobs, ctop, &o, &crc, &e) && bad++ < 6)
         printf("  %s row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", mode ? "bins" : "radix", r, tok[mode][r], o.token, e,
                out[mode][r].rank, o.rank);
     }
