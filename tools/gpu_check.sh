@@ -10,11 +10,12 @@
 # tests (build/tests/test_cuda: the execution tests against the CPU path),
 # cli (tests/cuda_cli.test.sh on the real driver), figures
 # (tools/gpu_figures.sh: the table with the PyTorch baseline),
-# memcheck (compute-sanitizer on test_cuda), ofast (the bench again with
-# --Ofast-compile=min kernels); not by default: bench (mysample's figures
-# alone), topp (top_p's two threshold searches side by side, radix and
-# bins (ms_cuda_desc.topp), then the execution tests with the bins), large (batches of 512 and 1024 rows: one block per row in every
-# pass, G = 1) and profile (Nsight Compute's per-kernel times for each
+# topp (top_p's two threshold searches side by side on vocab 128256,
+# radix and bins (ms_cuda_desc.topp) alternating, then the execution
+# tests with the bins), memcheck (compute-sanitizer on test_cuda); not by
+# default: ofast (the bench again with --Ofast-compile=min kernels), bench
+# (mysample's figures alone), large (batches of 512 and 1024 rows: one
+# block per row in every pass, G = 1) and profile (Nsight Compute's per-kernel times for each
 # configuration at batch 1, 32, 256, or $PROFILE_BATCHES). Each writes OUTDIR/STEP.log under its
 # own time limit; OUTDIR/summary.txt gets one line per step (exit status,
 # seconds, and the test counts where there are any); with GPU_CHECK_TAR=F
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: tools/gpu_check.sh OUTDIR [STEP...]}
 shift
 mkdir -p "$out"
-steps=${*:-info compile tests cli figures memcheck ofast}
+steps=${*:-info compile tests cli figures topp memcheck}
 
 # NVRTC where the loader's default names do not reach it (a toolkit
 # outside the linker's path)
@@ -91,7 +92,8 @@ large() {
 topp() {
   local t
   for t in radix bins radix bins; do
-    build/mysample bench --device cuda --config top_p_0.9,top_k_50_top_p_0.95 --topp $t --json | grep '"group": "cuda"'
+    build/mysample bench --device cuda --config top_p_0.9,top_k_50_top_p_0.95 --batch 1,32,256 --vocab 128256 \
+      --topp $t --json | grep '"group": "cuda"'
   done
   MYSAMPLE_CUDA_TOPP=bins build/tests/test_cuda
 }
