@@ -1237,16 +1237,20 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
    whether weights were zeroed. Rare: the cut must fall inside a tie. */
 MS__PRIVATE int ms__joint_ties(ms__row *R, float t, int32_t k, int top_p, double lim, double km) {
   float *e = R->w->e;
-  int32_t V = R->V, keep = INT32_MAX, n_eq, i, seen = 0;
-  double w_gt, w_eq, c_gt;
+  int32_t V = R->V, keep = INT32_MAX, n_eq = 0, i, seen = 0;
+  double w_gt = 0.0, in_tie, c_gt;
   /* top-p: every tie stays while the last one's mass before it fits */
   if (k < 0 && !(km - (double)t > lim)) return 0;
-  n_eq = R->K->bracket(e, V, t, t, 1, 1, &c_gt, &w_eq, NULL, R->w->cv, V);
+  /* the ties (the bracket [t, t]) and what lies above them: a count for
+     top-k, a weight for top-p */
+  if (k >= 0) {
+    n_eq = R->K->bracket(e, V, t, t, 1, 1, &c_gt, &in_tie, NULL, R->w->cv, V);
+    if (k - (int32_t)c_gt < n_eq) keep = k - (int32_t)c_gt;
+  }
+  if (top_p) n_eq = R->K->bracket(e, V, t, t, 0, 1, &w_gt, &in_tie, NULL, R->w->cv, V);
   if (n_eq <= 1) return 0;
-  if (k >= 0 && k - (int32_t)c_gt < n_eq) keep = k - (int32_t)c_gt;
   if (top_p) {
     int32_t q = 0;
-    (void)R->K->bracket(e, V, t, t, 0, 1, &w_gt, &w_eq, NULL, R->w->cv, V);
     while (q < n_eq && w_gt + (double)q * (double)t <= lim) q++;
     if (q < 1) q = 1; /* the threshold's first position always stays (rounding) */
     if (q < keep) keep = q;

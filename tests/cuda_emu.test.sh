@@ -36,30 +36,31 @@ if grep -q '^\[cuda-emu\]' $dir/test_cuda.err; then
   echo "FAIL cuda-emu: the emulated driver reported errors or leaks during test_cuda (above)"; fail=1
 fi
 
+# a test of test_cuda under another name and environment: variant NAME TEST [VAR=VALUE...]
+variant() {
+  local name=$1 t=$2
+  shift 2
+  env "$@" MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/tests/test_cuda --emu $t > $dir/test_cuda_$name.log 2>&1 || fail=1
+  sed "s/^PASS cuda-emu:/PASS cuda-emu-$name:/; s/^FAIL cuda-emu:/FAIL cuda-emu-$name:/; s/^SKIP cuda-emu:/SKIP cuda-emu-$name:/" $dir/test_cuda_$name.log \
+    | grep -E '^(PASS|FAIL|SKIP) ' || { echo "FAIL cuda-emu-$name: $t reported nothing"; fail=1; }
+  if grep -q '^\[cuda-emu\]' $dir/test_cuda_$name.log; then
+    grep '^\[cuda-emu\]' $dir/test_cuda_$name.log | head -20
+    echo "FAIL cuda-emu-$name: the emulated driver reported errors or leaks during $t"; fail=1
+  fi
+}
+
 # a one-SM device: every batch of more than 6 rows runs its passes with
 # one block per row (G = 1, as large batches do on a GPU)
 for t in features batch_invariance draws_match logprobs_match greedy_batch; do
-  MYSAMPLE_CUDA_EMU_SMS=1 MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/tests/test_cuda --emu $t > $dir/test_cuda_1sm.log 2>&1 || fail=1
-  sed 's/^PASS cuda-emu:/PASS cuda-emu-1sm:/; s/^FAIL cuda-emu:/FAIL cuda-emu-1sm:/; s/^SKIP cuda-emu:/SKIP cuda-emu-1sm:/' $dir/test_cuda_1sm.log \
-    | grep -E '^(PASS|FAIL|SKIP) ' || { echo "FAIL cuda-emu-1sm: $t reported nothing"; fail=1; }
-  if grep -q '^\[cuda-emu\]' $dir/test_cuda_1sm.log; then
-    grep '^\[cuda-emu\]' $dir/test_cuda_1sm.log | head -20
-    echo "FAIL cuda-emu-1sm: the emulated driver reported errors or leaks during $t"; fail=1
-  fi
+  variant 1sm $t MYSAMPLE_CUDA_EMU_SMS=1
 done
 
 # top_p by bins (MYSAMPLE_CUDA_TOPP=bins; its route test runs both in
 # every mode): the tests that sample top_p rows, on 132 SMs and on one
-for t in gpu_probs_match draws_match batch_invariance features splits tie_cuts 1sm:features; do
-  sms=132; case $t in 1sm:*) sms=1; t=${t#1sm:};; esac
-  MYSAMPLE_CUDA_TOPP=bins MYSAMPLE_CUDA_EMU_SMS=$sms MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so build/tests/test_cuda --emu $t > $dir/test_cuda_bins.log 2>&1 || fail=1
-  sed "s/^PASS cuda-emu:/PASS cuda-emu-bins$sms:/; s/^FAIL cuda-emu:/FAIL cuda-emu-bins$sms:/; s/^SKIP cuda-emu:/SKIP cuda-emu-bins$sms:/" $dir/test_cuda_bins.log \
-    | grep -E '^(PASS|FAIL|SKIP) ' || { echo "FAIL cuda-emu-bins: $t reported nothing"; fail=1; }
-  if grep -q '^\[cuda-emu\]' $dir/test_cuda_bins.log; then
-    grep '^\[cuda-emu\]' $dir/test_cuda_bins.log | head -20
-    echo "FAIL cuda-emu-bins: the emulated driver reported errors or leaks during $t"; fail=1
-  fi
+for t in gpu_probs_match draws_match batch_invariance features splits tie_cuts; do
+  variant bins132 $t MYSAMPLE_CUDA_TOPP=bins
 done
+variant bins1 features MYSAMPLE_CUDA_TOPP=bins MYSAMPLE_CUDA_EMU_SMS=1
 
 # examples/cuda_sample.c: on the emulator every row's token equals the CPU's;
 # with no driver it says why and samples on the CPU

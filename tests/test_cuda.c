@@ -887,6 +887,18 @@ static int t_dev_alloc(ms_cuda *cu, t_dev *g, size_t logits_bytes, int rows, int
          ms_cuda_malloc(cu, &g->dout, (size_t)rows * sizeof(ms_cuda_out)) == MS_OK &&
          ms_cuda_malloc(cu, &g->dtop, (size_t)rows * (size_t)top_stride * sizeof(ms_logprob)) == MS_OK;
 }
+/* A sampler of its own (split: ms_cuda_desc.split, topp: .topp) with t_dev
+   buffers for rows x max_vocab logits; 0 (checks failed) when it cannot. */
+static int t_make(ms_cuda **cu, t_dev *g, int rows, int max_vocab, int split, int topp, int top_stride) {
+  ms_cuda_desc d;
+  memset(&d, 0, sizeof d);
+  d.max_rows = rows; d.max_vocab = max_vocab; d.split = split; d.topp = topp;
+  *cu = NULL;
+  CHECK_EQ_INT(ms_cuda_create(cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!*cu) return 0;
+  CHECK(t_dev_alloc(*cu, g, (size_t)rows * (size_t)max_vocab * 4, rows, top_stride));
+  return 1;
+}
 static void t_dev_free(ms_cuda *cu, t_dev *g) {
   ms_cuda_free(cu, g->dl); ms_cuda_free(cu, g->dp); ms_cuda_free(cu, g->dt); ms_cuda_free(cu, g->dout); ms_cuda_free(cu, g->dtop);
 }
@@ -959,14 +971,9 @@ static void test_gpu_splits_and_vocab_edges(void) {
   CHECK(ms_sampler_create(&cpu, &sd) == MS_OK);
   if (!cpu) return;
   for (si = 0; si < 4; si++) {
-    ms_cuda *cu = NULL;
-    ms_cuda_desc d;
+    ms_cuda *cu;
     t_dev g;
-    memset(&d, 0, sizeof d);
-    d.max_rows = R; d.max_vocab = VMAX; d.split = splits[si];
-    CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
-    if (!cu) break;
-    CHECK(t_dev_alloc(cu, &g, sizeof logits, R, 8));
+    if (!t_make(&cu, &g, R, VMAX, splits[si], MS_CUDA_TOPP_DEFAULT, 8)) break;
     for (vi = 0; vi < 7; vi++) {
       const int V = vocabs[vi];
       /* emulator time: the largest vocabulary (several ids per draw tile)
@@ -1037,14 +1044,9 @@ static void test_gpu_tie_cuts_match_cpu(void) {
   const int iters = t_small() ? 3 : 12, V = t_small() ? 5000 : VMAX;
   if (!t_gpu()) SKIP(t_why);
   for (si = 0; si < 3; si++) {
-    ms_cuda *cu = NULL;
-    ms_cuda_desc d;
+    ms_cuda *cu;
     t_dev g;
-    memset(&d, 0, sizeof d);
-    d.max_rows = R; d.max_vocab = VMAX; d.split = splits[si];
-    CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
-    if (!cu) break;
-    CHECK(t_dev_alloc(cu, &g, sizeof logits, R, 8));
+    if (!t_make(&cu, &g, R, VMAX, splits[si], MS_CUDA_TOPP_DEFAULT, 8)) break;
     for (it = 0; it < iters; it++) {
       for (r = 0; r < R; r++) {
         float *x = logits + (size_t)r * (size_t)V, level = 0.0f;
@@ -1143,14 +1145,9 @@ static void test_gpu_topp_bins_route(void) {
     pp[r] = &ps[r];
   }
   for (mode = 0; mode < 2; mode++) {
-    ms_cuda *cu = NULL;
-    ms_cuda_desc d;
+    ms_cuda *cu;
     t_dev g;
-    memset(&d, 0, sizeof d);
-    d.max_rows = R; d.max_vocab = V; d.topp = mode ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX;
-    CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
-    if (!cu) return;
-    CHECK(t_dev_alloc(cu, &g, sizeof logits, R, 5));
+    if (!t_make(&cu, &g, R, V, 0, mode ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX, 5)) return;
     t_batch_run(cu, &g, logits, R, V, pp, 5, probs[mode], tok[mode], out[mode], top[mode]);
     for (r = 0; r < R; r++) {
       const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
