@@ -99,6 +99,8 @@ sets=(
   "--temperature 0"
   "--allowed-ids 0,3,10,20,30,40,50 --temperature 0.8 --top-k 4"
   "--profile sglang --top-k 30 --top-p 0.7 --min-p 0.01 --repetition-penalty 1.4 --frequency-penalty 0.3 --logit-bias 4=2 --prompt-ids 4,9 --output-ids 4,12"
+  "--bad-words 8,1;2;5,8,3;9,4,5,8,6 --prompt-ids 9 --output-ids 4,5,8 --temperature 0.8"
+  "--profile hf --top-k 0 --bad-words 2,2,7;5;4,2,2,6 --no-repeat-ngram 2 --exp-decay 1,1.5 --eos-token-id 3 --prompt-ids 9,4,2 --output-ids 2,4,2,2"
 )
 cat > $tmp/cmp.py <<'PY'
 import json, sys
@@ -138,7 +140,7 @@ for i in "${!sets[@]}"; do
   set -- ${sets[$i]}
   same "${pfx}probs_set$i" probs $bin probs --logits $tmp/l.bin --vocab 300 "$@"
   acc=""
-  case "${sets[$i]}" in *penalty*) acc="--accept";; esac
+  case "${sets[$i]}" in *penalty*|*bad-words*) acc="--accept";; esac
   same "${pfx}sample_set$i${acc:+_accept}" sample $bin sample --logits $tmp/l.bin --vocab 300 --seed 11 --draws 12 $acc "$@"
   mode=raw; [ $((i % 2)) = 1 ] && mode=processed
   same "${pfx}logprobs_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode "$@"
@@ -160,7 +162,6 @@ refused() { # name, what the message names, args...
   fi
 }
 refused llamacpp "llamacpp profile" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --seed 1
-refused bad_words "--bad-words" sample --logits $tmp/l.bin --vocab 300 --bad-words 1,2 --seed 1 --draws 2
 refused epsilon "--epsilon" probs --logits $tmp/l.bin --vocab 300 --profile hf --epsilon 0.001
 refused top_2000 "--top above 1024" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
 # a row the sampler cannot sample: status 3 on both devices

@@ -662,7 +662,7 @@ static void test_gpu_greedy_batch_ends_in_stats(void) {
 #define T_FV 12000       /* largest vocab */
 typedef struct t_frow {
   ms_params p;
-  int32_t allowed[64], banned[16], stops[4], prompt[24], hist[40];
+  int32_t allowed[64], banned[16], stops[4], prompt[24], hist[40], bw[40], bw_lens[8];
   ms_bias bias[12];
   uint32_t bitmask[(T_FV + 31) / 32];
   int32_t n_prompt, n_hist, slot;
@@ -717,7 +717,7 @@ static void t_frow_make(t_frow *f, int r, int V, int slot_ok) {
   if (slot_ok && t_rand(10) < 5) {
     f->slot = r;
     f->n_prompt = (int32_t)t_rand(24);
-    f->n_hist = (int32_t)t_rand(40);
+    f->n_hist = (int32_t)t_rand(t_rand(4) ? 40 : 4);   /* short outputs too: HF's words reach into the prompt */
     for (j = 0; j < f->n_prompt; j++) f->prompt[j] = (int32_t)t_rand((uint32_t)(V < 200 ? V : 200));
     for (j = 0; j < f->n_hist; j++) f->hist[j] = (int32_t)t_rand((uint32_t)(V < 200 ? V : 200));
     if (t_rand(3)) p.repetition_penalty = t_rand(2) ? 1.3f : 0.8f;
@@ -729,6 +729,34 @@ static void t_frow_make(t_frow *f, int r, int V, int slot_ok) {
       f->stops[0] = (int32_t)t_rand((uint32_t)V); f->stops[1] = (int32_t)t_rand((uint32_t)V);
       p.stop_token_ids = f->stops; p.n_stop_token_ids = 2;
     }
+  }
+  if (t_rand(4) == 0) {
+    /* bad words: one id, or 2-5 ids whose first ones end the history
+       (output for vLLM, prompt + output for HF) half the time, else random */
+    int n = 1 + (int)t_rand(5), at = 0;
+    const int hf = p.profile == MS_PROFILE_HF, L = hf ? f->n_prompt + f->n_hist : f->n_hist;
+    for (j = 0; j < n; j++) {
+      int len = t_rand(3) ? 2 + (int)t_rand(4) : 1, q, match = (int)t_rand(2);
+      for (q = 0; q < len; q++) {
+        int a = L - (len - 1) + q;   /* the history's token a (prompt + output for HF) */
+        int32_t v = (int32_t)t_rand((uint32_t)V);
+        if (q < len - 1 && a >= 0 && match) {
+          if (!hf) v = f->hist[a];
+          else v = a < f->n_prompt ? f->prompt[a] : f->hist[a - f->n_prompt];
+        }
+        f->bw[at + q] = v;
+      }
+      f->bw_lens[j] = len;
+      at += len;
+    }
+    p.bad_words = f->bw; p.bad_words_lens = f->bw_lens; p.n_bad_words = n;
+  }
+  if (p.profile == MS_PROFILE_HF && f->slot >= 0 && t_rand(3) == 0) p.no_repeat_ngram_size = 1 + (int32_t)t_rand(4);
+  if (p.profile == MS_PROFILE_HF && f->slot >= 0 && t_rand(3) == 0) {
+    if (p.eos_token_id < 0) p.eos_token_id = (int32_t)t_rand((uint32_t)V);
+    p.exp_decay_start = f->n_hist - (int32_t)t_rand(4);   /* 0-3 tokens past the start: the first step counts */
+    if (p.exp_decay_start < 0) p.exp_decay_start = 0;
+    p.exp_decay_factor = 1.0f + (float)t_unif() * 0.5f;
   }
   if (t_rand(2)) {
     p.logprobs = (int32_t)t_rand(21);
@@ -874,6 +902,232 @@ static void test_gpu_features_match_cpu(void) {
   for (r = 0; r < T_FR; r++) { ms_seq_destroy(t_fr[r].seq); t_fr[r].seq = NULL; }
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout);
   ms_cuda_free(cu, dtop); ms_cuda_free(cu, dids); ms_cuda_free(cu, dslots);
+  ms_cuda_destroy(cu);
+}
+
+/* ---- the slots' histories: bad words, no_repeat_ngram, length decay ---------- */
+/* Loads row r's sequence into the CPU's seq and the device's slot r. */
+#define T_HCAP 8   /* tokens of history per slot in these tests (ms_cuda_desc.max_history) */
+typedef struct t_hrow {
+  ms_params p;
+  int32_t prompt[16], out[400], bw[64], bw_lens[6];
+  int32_t n_prompt, n_out;
+  ms_seq *seq;
+} t_hrow;
+
+/* A word of len ids: with `match`, its first len - 1 are the last ones of
+   the history h[0..L) (where it has them); its last id and the rest
+   random among the first 8 ids (the likely tokens). */
+static void t_word(int32_t *w, int len, const int32_t *h, int L, int match) {
+  int q;
+  for (q = 0; q < len; q++) {
+    int a = L - (len - 1) + q;
+    w[q] = (q < len - 1 && match && a >= 0) ? h[a] : (int32_t)t_rand(8);
+  }
+}
+
+/* A sampler with T_HCAP tokens of history per slot against the CPU's
+   whole sequences. Batches of 3 rows (slots 0-2): prompts and outputs of
+   0-12 tokens over a 6-id alphabet (many matches; the ring wraps), now and
+   then an output of 250-350 (a ms_cuda_seq_accept call of several chunks);
+   each slot's output goes in with one ms_cuda_seq_accept call, interleaved
+   with slot 3's tokens (a slot's tokens must keep their order); bad words
+   of 1 to T_HCAP + 1 ids that end the output (vLLM) or prompt + output
+   (HF) half the time; HF's no_repeat_ngram (MS_ERR_CAPACITY from the
+   device once the sequence is longer than T_HCAP) and length decay 0-3
+   tokens past its start. Then: a word of T_HCAP + 2 ids (refused with a
+   slot, ignored without one, as the CPU without a sequence), two accepting
+   rows on one slot (the second refused), and 40 generation steps whose
+   tokens join the histories on the device, against the CPU's. */
+static void test_gpu_history_matches_cpu(void) {
+  enum { R = 3, V = 500 };
+  static t_hrow hr[R];
+  static float x[R * V], probs[R * V], cprobs[V];
+  static int32_t acc_slot[R * 400 + 400], acc_tok[R * 400 + 400];
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  const ms_params *pp[R];
+  int32_t slots[R] = { 0, 1, 2 }, tok[R];
+  uint64_t seeds[R], pos[R];
+  ms_cuda_out out[R];
+  ms_result rr[R];
+  void *dl = NULL, *dp = NULL, *dt = NULL, *dout = NULL, *dids = NULL, *dsl = NULL;
+  ms_cuda_batch b;
+  int trial, trials, r, j, n_acc, cap_rows = 0, bad = 0, compared = 0;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = R; d.max_vocab = V; d.max_slots = 4; d.max_history = T_HCAP;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dp, sizeof probs) == MS_OK &&
+        ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK && ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK &&
+        ms_cuda_malloc(cu, &dids, sizeof acc_tok) == MS_OK && ms_cuda_malloc(cu, &dsl, sizeof acc_slot) == MS_OK);
+  for (r = 0; r < R; r++) { CHECK(ms_seq_create(&hr[r].seq, 512) == MS_OK); pp[r] = &hr[r].p; }
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots;
+  b.seeds = seeds; b.positions = pos; b.tokens = dt; b.out = dout; b.row_results = rr;
+
+  trials = t_small() ? 150 : 600;
+  for (trial = 0; trial < trials; trial++) {
+    for (r = 0; r < R; r++) {
+      t_hrow *h = &hr[r];
+      ms_params p = ms_params_default();
+      int32_t hist[16 + 400];
+      int hf = (int)t_rand(2), L, at = 0, nw = 1 + (int)t_rand(5);
+      int ng = hf && t_rand(2) ? 1 + (int)t_rand(4) : 0;
+      p.profile = hf ? MS_PROFILE_HF : MS_PROFILE_VLLM;
+      /* no top_p: its cut is where the CPU's float block sums (about 1e-7
+         relative) and the GPU's exact ones may disagree; the bans are what
+         this test is about */
+      p.temperature = 1.0f;
+      p.seed = 77u + (uint64_t)trial; p.has_seed = 1;
+      h->n_prompt = (int32_t)t_rand(13);
+      h->n_out = t_rand(12) ? (int32_t)t_rand(13) : 250 + (int32_t)t_rand(101);
+      if (ng && t_rand(4)) { h->n_prompt = (int32_t)t_rand(5); h->n_out = (int32_t)t_rand(5); }   /* mostly within the ring */
+      for (j = 0; j < h->n_prompt; j++) h->prompt[j] = (int32_t)t_rand(6);
+      for (j = 0; j < h->n_out; j++) h->out[j] = (int32_t)t_rand(6);
+      memcpy(hist, h->prompt, (size_t)h->n_prompt * 4);
+      memcpy(hist + h->n_prompt, h->out, (size_t)h->n_out * 4);
+      L = hf ? h->n_prompt + h->n_out : h->n_out;
+      for (j = 0; j < nw; j++) {
+        int len = t_rand(3) ? 1 + (int)t_rand(T_HCAP + 1) : T_HCAP + 1;   /* the longest reads the ring's oldest */
+        t_word(h->bw + at, len, hf ? hist : h->out, L, (int)t_rand(2));
+        h->bw_lens[j] = len;
+        at += len;
+      }
+      p.bad_words = h->bw; p.bad_words_lens = h->bw_lens; p.n_bad_words = nw;
+      p.no_repeat_ngram_size = ng;
+      if (hf && t_rand(2)) {
+        p.eos_token_id = (int32_t)t_rand(6);
+        p.exp_decay_start = h->n_out - (int32_t)t_rand(4);
+        if (p.exp_decay_start < 0) p.exp_decay_start = 0;
+        p.exp_decay_factor = 1.0f + (float)t_unif() * 0.5f;
+      }
+      h->p = p;
+      CHECK_EQ_INT(ms_seq_reset(h->seq, h->prompt, h->n_prompt, V, &h->p, 0), MS_OK);
+      for (j = 0; j < h->n_out; j++) CHECK_EQ_INT(ms_seq_accept(h->seq, h->out[j]), MS_OK);
+      CHECK(ms_cuda_upload(cu, dids, h->prompt, sizeof h->prompt) == MS_OK);
+      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, h->n_prompt ? dids : NULL, h->n_prompt), MS_OK);
+      seeds[r] = h->p.seed; pos[r] = ms_seq_position(h->seq);
+      t_fill(x + r * V, V, 1.0f);
+      for (j = 0; j < 8; j++) x[r * V + j] += 2.0f;   /* the history's ids are likely */
+    }
+    /* the outputs in one call: step by step, the rows' tokens and one of slot 3's */
+    n_acc = 0;
+    for (j = 0; j < 400; j++) {
+      for (r = 0; r < R; r++)
+        if (j < hr[r].n_out) { acc_slot[n_acc] = r; acc_tok[n_acc++] = hr[r].out[j]; }
+      if (j < 20) { acc_slot[n_acc] = 3; acc_tok[n_acc++] = (int32_t)t_rand(6); }
+    }
+    CHECK(ms_cuda_upload(cu, dsl, acc_slot, (size_t)n_acc * 4) == MS_OK && ms_cuda_upload(cu, dids, acc_tok, (size_t)n_acc * 4) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_accept(cu, NULL, dsl, dids, n_acc), MS_OK);
+    CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+    b.accept = 0;
+    CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, V), MS_OK);
+    CHECK(ms_cuda_download(cu, probs, dp, sizeof probs) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+    for (r = 0; r < R; r++) {
+      t_hrow *h = &hr[r];
+      const int total = h->n_prompt + h->n_out, ng = h->p.no_repeat_ngram_size;
+      ms_output o;
+      double e = 0.0;
+      CHECK_EQ_INT(rr[r], MS_OK);
+      if (ng > 0 && total > T_HCAP && total + 1 >= ng) {
+        /* the ring lost the sequence's start: the device refuses the row */
+        cap_rows++;
+        CHECK_EQ_INT(out[r].status, MS_ERR_CAPACITY);
+        CHECK_EQ_INT(tok[r], -1);
+        continue;
+      }
+      CHECK_EQ_INT(ms_probs(t_cpu, x + r * V, V, &h->p, h->seq, cprobs), MS_OK);
+      memset(&o, 0, sizeof o);
+      CHECK_EQ_INT(ms_sample(t_cpu, x + r * V, V, &h->p, h->seq, &o), MS_OK);
+      for (j = 0; j < V; j++) { double q = fabs((double)probs[r * V + j] - (double)cprobs[j]); if (q > e) e = q; }
+      compared++;
+      if (out[r].status != MS_OK || e > 1e-6 || tok[r] != o.token) {
+        if (++bad <= 8)
+          printf("  trial %d row %d (%s, prompt %d, output %d, %d words, ngram %d, decay %d): status %d, max |dp| %.3g, token %d / cpu %d\n",
+                 trial, r, h->p.profile == MS_PROFILE_HF ? "hf" : "vllm", h->n_prompt, h->n_out, h->p.n_bad_words, ng,
+                 h->p.exp_decay_start, out[r].status, e, tok[r], o.token);
+      }
+    }
+  }
+  printf("  %d rows against the CPU, %d refused for capacity; %d differ\n", compared, cap_rows, bad);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(cap_rows > 0);
+
+  {
+    /* a word longer than the history + 1: refused with a slot, nothing to
+       match without one (as the CPU without a sequence) */
+    static int32_t longw[T_HCAP + 2];
+    int32_t len1 = T_HCAP + 2, noslot[R] = { -1, 0, -1 };
+    ms_params q = ms_params_default();
+    for (j = 0; j < T_HCAP + 2; j++) longw[j] = j;
+    q.bad_words = longw; q.bad_words_lens = &len1; q.n_bad_words = 1;
+    for (r = 0; r < R; r++) pp[r] = &q;
+    b.slots = noslot;
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_CAPACITY);
+    CHECK_EQ_INT(rr[0], MS_OK); CHECK_EQ_INT(rr[1], MS_ERR_CAPACITY); CHECK_EQ_INT(rr[2], MS_OK);
+    /* two rows appending to one slot: the second is refused; without
+       accepting (or in ms_cuda_probs) they may share it */
+    q.n_bad_words = 0;
+    noslot[0] = 2; noslot[1] = 1; noslot[2] = 2;
+    b.accept = 1;
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_INVALID_PARAM);
+    CHECK_EQ_INT(rr[0], MS_OK); CHECK_EQ_INT(rr[1], MS_OK); CHECK_EQ_INT(rr[2], MS_ERR_INVALID_PARAM);
+    CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, V), MS_OK);
+    b.accept = 0;
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    b.slots = slots;
+    for (r = 0; r < R; r++) pp[r] = &hr[r].p;
+  }
+
+  {
+    /* generation: each step's token joins the history on the device
+       (vLLM and HF words, HF decay; row 2's no_repeat_ngram until its
+       sequence outgrows the ring) */
+    static int32_t w0[] = { 1, 2, 2, 1, 3, 4 }, l0[] = { 2, 3, 1 }, w1[] = { 0, 1, 3, 3, 3 }, l1[] = { 2, 3 };
+    int step, steps_ok = 0;
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_default();
+      p.profile = r ? MS_PROFILE_HF : MS_PROFILE_VLLM;
+      p.seed = 900u + (uint64_t)r; p.has_seed = 1;
+      if (r == 0) { p.bad_words = w0; p.bad_words_lens = l0; p.n_bad_words = 3; }
+      if (r == 1) { p.bad_words = w1; p.bad_words_lens = l1; p.n_bad_words = 2; p.eos_token_id = 4; p.exp_decay_start = 5; p.exp_decay_factor = 1.3f; }
+      if (r == 2) p.no_repeat_ngram_size = 2;
+      hr[r].p = p;
+      hr[r].n_prompt = 2; hr[r].prompt[0] = 1; hr[r].prompt[1] = 3;
+      CHECK_EQ_INT(ms_seq_reset(hr[r].seq, hr[r].prompt, 2, V, &hr[r].p, 0), MS_OK);
+      CHECK(ms_cuda_upload(cu, dids, hr[r].prompt, 8) == MS_OK);
+      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dids, 2), MS_OK);
+    }
+    b.positions = NULL; b.seeds = NULL; b.accept = 1;
+    for (step = 0; step < 40; step++) {
+      for (r = 0; r < R; r++) {
+        t_fill(x + r * V, V, 1.0f);
+        for (j = 0; j < 5; j++) x[r * V + j] += 4.0f;
+      }
+      CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+      CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+      CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+      for (r = 0; r < R; r++) {
+        ms_output o;
+        const int total = 2 + step;   /* the sequence before this step */
+        if (r == 2 && total > T_HCAP) { CHECK_EQ_INT(out[r].status, MS_ERR_CAPACITY); continue; }
+        memset(&o, 0, sizeof o);
+        CHECK_EQ_INT(ms_sample(t_cpu, x + r * V, V, &hr[r].p, hr[r].seq, &o), MS_OK);
+        CHECK_EQ_INT(out[r].status, MS_OK);
+        CHECK_EQ_INT(tok[r], o.token);
+        steps_ok += tok[r] == o.token;
+        CHECK_EQ_INT(ms_seq_accept(hr[r].seq, o.token), MS_OK);
+      }
+    }
+    printf("  generation: %d tokens equal the CPU's\n", steps_ok);
+  }
+  for (r = 0; r < R; r++) { ms_seq_destroy(hr[r].seq); hr[r].seq = NULL; }
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout);
+  ms_cuda_free(cu, dids); ms_cuda_free(cu, dsl);
   ms_cuda_destroy(cu);
 }
 
@@ -1599,6 +1853,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_sequences_match_cpu);
   RUN_GPU(test_gpu_greedy_batch_ends_in_stats);
   RUN_GPU(test_gpu_features_match_cpu);
+  RUN_GPU(test_gpu_history_matches_cpu);
   RUN_GPU(test_gpu_splits_and_vocab_edges);
   RUN_GPU(test_gpu_tie_cuts_match_cpu);
   RUN_GPU(test_gpu_topp_bins_route);

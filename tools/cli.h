@@ -15,9 +15,9 @@ int ms_cli_cuda_compile(int argc, char **argv);                 /* cuda-compile:
    prompt and output ids (penalties, min_tokens) and, with --accept, the
    draws. cli_sampling.c prints the results exactly as for the CPU. */
 typedef struct ms_cli_gpu ms_cli_gpu;
-/* Creates the GPU sampler for rows of `vocab` and up to `top` top
-   logprobs. On failure msg says why (no driver, no GPU, no NVRTC, ...). */
-ms_result ms_cli_gpu_open(ms_cli_gpu **g, int32_t vocab, int32_t top, char *msg, size_t msg_size);
+/* Creates the GPU sampler for rows of `vocab`, up to `top` top logprobs
+   and sequences of up to `history` tokens. On failure msg says why (no driver, no GPU, no NVRTC, ...). */
+ms_result ms_cli_gpu_open(ms_cli_gpu **g, int32_t vocab, int32_t top, int32_t history, char *msg, size_t msg_size);
 void ms_cli_gpu_close(ms_cli_gpu *g);
 /* Uploads a row and restarts the slot: the prompt, then the output ids. */
 ms_result ms_cli_gpu_begin_row(ms_cli_gpu *g, const float *row, const int32_t *prompt, int32_t n_prompt,

@@ -32,7 +32,7 @@ void ms_cli_gpu_close(ms_cli_gpu *g) {
   free(g);
 }
 
-ms_result ms_cli_gpu_open(ms_cli_gpu **out, int32_t vocab, int32_t top, char *msg, size_t msg_size) {
+ms_result ms_cli_gpu_open(ms_cli_gpu **out, int32_t vocab, int32_t top, int32_t history, char *msg, size_t msg_size) {
   ms_cli_gpu *g;
   ms_cuda_desc d;
   ms_result rc;
@@ -47,6 +47,7 @@ ms_result ms_cli_gpu_open(ms_cli_gpu **out, int32_t vocab, int32_t top, char *ms
   top_n = (size_t)g->top_cap;
   memset(&d, 0, sizeof d);
   d.max_rows = 1; d.max_vocab = vocab; d.max_slots = 1;
+  d.max_history = history;   /* the whole sequence: no_repeat_ngram scans it all */
   rc = ms_cuda_create(&g->cu, &d, msg, msg_size);
   if (rc != MS_OK) { free(g); return rc; }
   g->h_top = (ms_logprob *)malloc(sizeof(ms_logprob) * top_n);
@@ -137,9 +138,6 @@ ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, ui
 /* Mirrors the list of docs/CUDA.md "Semantics": what the kernels refuse. */
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
   if (p->profile == MS_PROFILE_LLAMACPP) return "the llamacpp profile (its sampler chain)";
-  if (p->n_bad_words > 0) return "--bad-words";
-  if (p->no_repeat_ngram_size > 0) return "--no-repeat-ngram";
-  if (p->exp_decay_start >= 0) return "--exp-decay";
   if (p->epsilon_cutoff > 0.0f) return "--epsilon";
   if (p->eta_cutoff > 0.0f) return "--eta";
   if (p->min_tokens_to_keep > 1) return "--min-tokens-to-keep > 1";

@@ -378,7 +378,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   for (i = 0; i < o.n_output; i++)
     if ((rc = ms_seq_accept(base, o.output[i])) != MS_OK) { fprintf(stderr, "mysample %s: --output-ids: %s\n", cmd, ms_result_str((ms_result)rc)); fclose(f); return 2; }
   if (o.has_mu) ms_seq_set_mirostat_mu(base, o.mirostat_mu);
-  if (o.cuda && (vr = ms_cli_gpu_open(&gpu, o.vocab, o.top, msg, sizeof msg)) != MS_OK) {
+  if (o.cuda && (vr = ms_cli_gpu_open(&gpu, o.vocab, o.top, cap, msg, sizeof msg)) != MS_OK) {
     fprintf(stderr, "mysample %s: --device cuda: %s (%s)\n", cmd, msg, ms_result_str(vr));
     fclose(f);
     rc = 3;

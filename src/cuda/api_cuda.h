@@ -83,6 +83,9 @@ typedef struct ms_cuda_desc {
   const char *cache_dir;    /* NULL: default (see ms_cuda_compile_opts); "" = no disk cache */
   int32_t topp;             /* top_p's threshold search: MS_CUDA_TOPP_DEFAULT ($MYSAMPLE_CUDA_TOPP = radix | bins,
                                else radix), MS_CUDA_TOPP_RADIX or MS_CUDA_TOPP_BINS (docs/CUDA.md) */
+  int32_t max_history;      /* tokens of each slot's prompt + output kept on the device for bad words and
+                               no_repeat_ngram (0 = 64): a bad word may have max_history + 1 ids; a
+                               no_repeat_ngram row fails with MS_ERR_CAPACITY once its sequence is longer */
 } ms_cuda_desc;
 
 /* ms_cuda_desc.topp. Both give the same tokens and distributions. RADIX:
@@ -124,7 +127,8 @@ typedef struct ms_cuda_out {
   float logprob;        /* its logprob in the row's mode (logprobs >= 0) */
   int32_t rank;         /* 1 + number of tokens with a strictly larger logprob */
   int32_t status;       /* an ms_result: MS_OK, MS_ERR_NAN_LOGIT, MS_ERR_INF_LOGIT,
-                           MS_ERR_ALL_MASKED, or the host-side validation error */
+                           MS_ERR_ALL_MASKED, MS_ERR_CAPACITY (no_repeat_ngram on a sequence
+                           longer than max_history), or the host-side validation error */
   int32_t n_top;        /* entries written to the row's top list */
   int32_t greedy;       /* 1 when the row took the argmax */
   uint64_t seed;        /* the draw's seed and position */
@@ -158,13 +162,20 @@ typedef struct ms_cuda_batch {
    copy of the ids to host_tokens.
    No host synchronisation (the staging buffer of the call before last is
    waited for, normally long done). Rows that fail host validation
-   (ms_params_validate) get token -1 and their code in out->status and
-   row_results; the other rows are still sampled. Returns MS_OK, the first
-   failing row's code, or for the whole call MS_ERR_NULL_ARGUMENT,
-   MS_ERR_BAD_VOCAB, MS_ERR_INVALID_PARAM (n_rows, stride, slot),
-   MS_ERR_CAPACITY (lists larger than max_extra_words) or MS_ERR_DEVICE.
-   Device errors (NaN, all masked) appear in out->status once the stream
-   reaches them. Thread safety: one call at a time per ms_cuda. */
+   (ms_params_validate; MS_ERR_UNSUPPORTED for what the kernels do not
+   implement; MS_ERR_CAPACITY for a bad word of more than max_history + 1
+   ids on a row with a slot; MS_ERR_INVALID_PARAM for a second row that
+   would append to the same slot) get token -1 and their code in
+   out->status and row_results; the other rows are still sampled. Returns
+   MS_OK, the first failing row's code, or for the whole call
+   MS_ERR_NULL_ARGUMENT, MS_ERR_BAD_VOCAB, MS_ERR_INVALID_PARAM (n_rows,
+   stride), MS_ERR_CAPACITY (lists larger than max_extra_words) or
+   MS_ERR_DEVICE. Device errors (NaN, all masked, a no_repeat_ngram row
+   whose sequence outgrew max_history) appear in out->status once the
+   stream reaches them. Bad words, no_repeat_ngram and the length decay
+   read the row's slot (its history and output length); a row without a
+   slot has an empty sequence, as the CPU with seq == NULL.
+   Thread safety: one call at a time per ms_cuda. */
 MSDEF ms_result ms_cuda_sample(ms_cuda *cu, void *stream, const ms_cuda_batch *batch);
 
 /* The final distributions the rows' tokens are drawn from (for tests and
@@ -178,14 +189,17 @@ MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *ba
 /* ---- device-side sequences ------------------------------------------------ */
 /* Starts a request in slot `slot`: clears its counters, marks the prompt
    tokens (device int32[n_prompt], may be NULL when n_prompt is 0) for the
-   repetition penalty and sets its output length to 0. Asynchronous on
+   repetition penalty, keeps the prompt's last max_history tokens as the
+   start of its history and sets its output length to 0. Asynchronous on
    stream. Returns MS_OK, MS_ERR_INVALID_PARAM (slot), MS_ERR_NULL_ARGUMENT
    or MS_ERR_DEVICE. Thread safety: one call at a time per ms_cuda. */
 MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt);
 
 /* Appends tokens[j] to slot slots[j] for j < n (both device int32 arrays),
-   for tokens chosen outside ms_cuda_sample (e.g. speculative decoding).
-   Asynchronous. Returns MS_OK, MS_ERR_NULL_ARGUMENT or MS_ERR_DEVICE. */
+   for tokens chosen outside ms_cuda_sample (e.g. speculative decoding); a
+   slot's tokens join its history in the order of j. Ids outside
+   [0, max_vocab) and negative slots are skipped. Asynchronous (one block
+   of 256 threads: meant for a step's tokens, not for bulk loads). Returns MS_OK, MS_ERR_NULL_ARGUMENT or MS_ERR_DEVICE. */
 MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots, const void *tokens, int32_t n);
 
 /* ---- small helpers (for programs that do not link the CUDA runtime) ------- */

@@ -16,6 +16,9 @@
 #define MS__CUDA_F_END      4096   /* a pass writes the row's result (ms_k_row skips it) */
 #define MS__CUDA_F_TOPP_BINS 16384 /* top_p by bins (P_PBIN, P_PGATHER) */
 #define MS__CUDA_F_JOINT    8192   /* the SGLang profile (with F_HF: repetition divides, top_k on the whole row) */
+#define MS__CUDA_F_BADW     32768  /* bad words of two ids or more (matched on the device) */
+#define MS__CUDA_F_NGRAM    65536  /* HF no_repeat_ngram */
+#define MS__CUDA_F_DECAY    131072 /* HF exponential length decay */
 
 #define MS__CUDA_MAX_PARTS 32
 #define MS__CUDA_SEL_BYTES 41104   /* sizeof(struct Sel) in kernels.cu */
@@ -49,7 +52,8 @@ typedef struct ms__cuda_row {
   int32_t top_k, flags, slot, min_tokens, eos, logprobs;
   int32_t allowed_off, n_allowed, banned_off, n_banned, stop_off, n_stop;
   int32_t bias_tok_off, n_bias, bias_val_off, bitmask_off, status;
-  int32_t reserved[5];
+  int32_t bw_off, n_bw, ngram, decay_start;
+  float decay_factor;
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -58,18 +62,22 @@ typedef struct ms__cuda_args {
   uint64_t seq_state, seq_len, seq_stride, tokens, out, top, probs, probs_stride;
   int32_t n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pass;
   uint64_t sel;
+  uint64_t hist;
+  int32_t hist_cap, hist_pad;
 } ms__cuda_args;
 
 /* struct SeqArgs in kernels.cu. */
 typedef struct ms__cuda_seq_args {
   uint64_t seq_state, seq_len, seq_stride, ids, slots;
   int32_t slot, n, vocab, n_slots;
+  uint64_t hist;
+  int32_t hist_cap, hist_pad;
 } ms__cuda_seq_args;
 
 /* Layout checks (a negative array size fails the build). */
 typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 128) ? 1 : -1];
-typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 160) ? 1 : -1];
-typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 56) ? 1 : -1];
+typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 176) ? 1 : -1];
+typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 72) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
 typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
 
@@ -89,10 +97,13 @@ struct ms_cuda {
   char name[128];
   int sm_count;
   int32_t max_rows, max_vocab, max_slots, words, split;
+  int32_t hist_cap;       /* tokens of history per slot (ms_cuda_desc.max_history) */
+  uint32_t *slot_mark;    /* host: per slot, the last call whose rows accept into it (one accepting row per slot) */
+  uint32_t call_no;
   int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
   int32_t extra_words;
   size_t blob_bytes;
-  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len;
+  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist;
   void *stage[2];
   ms__CUhandle ev[2];
   int ev_used[2];
@@ -112,8 +123,12 @@ static int32_t ms__cuda_extra_words(const ms_cuda_desc *d) {
 static int ms__cuda_desc_ok(const ms_cuda_desc *d) {
   return d && d->max_rows >= 1 && d->max_rows <= (1 << 20) && d->max_vocab >= 1 &&
          d->max_vocab <= (1 << 28) && d->max_slots >= 0 && d->max_extra_words >= 0 &&
-         d->topp >= MS_CUDA_TOPP_DEFAULT && d->topp <= MS_CUDA_TOPP_BINS;
+         d->topp >= MS_CUDA_TOPP_DEFAULT && d->topp <= MS_CUDA_TOPP_BINS &&
+         d->max_history >= 0 && d->max_history <= (1 << 24);
 }
+
+/* Tokens of history per slot: ms_cuda_desc.max_history, 64 by default. */
+static int32_t ms__cuda_hist_cap(const ms_cuda_desc *d) { return d->max_history > 0 ? d->max_history : 64; }
 
 MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   size_t rows, V, W, S, n;
@@ -127,6 +142,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += rows * MS__CUDA_SEL_BYTES;                                        /* selection states */
   n += rows * 4;                                                         /* tokens */
   n += S * V * 4 + S * 4;                                                /* sequences */
+  n += S * ((size_t)ms__cuda_hist_cap(d) + 1) * 4;                       /* their histories */
   return n;
 }
 
@@ -160,6 +176,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
     if (cu->d_tokens) d->mem_free(cu->d_tokens);
     if (cu->d_seq_state) d->mem_free(cu->d_seq_state);
     if (cu->d_seq_len) d->mem_free(cu->d_seq_len);
+    if (cu->d_hist) d->mem_free(cu->d_hist);
     for (i = 0; i < 2; i++) {
       if (cu->stage[i]) d->mem_free_host(cu->stage[i]);
       if (cu->ev[i]) d->event_destroy(cu->ev[i]);
@@ -168,6 +185,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
     ms__cuda_leave(pushed);
   }
   if (cu->owns_primary) d->primary_release(cu->device);
+  MS__CU_FREE(cu->slot_mark);
   MS__CU_FREE(cu);
 }
 
@@ -184,8 +202,9 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   if (!out || !desc) { ms__cu_msg(msg, msg_size, "out and desc must not be NULL"); return MS_ERR_NULL_ARGUMENT; }
   *out = NULL;
   if (!ms__cuda_desc_ok(desc)) {
-    ms__cu_msg(msg, msg_size, "bad ms_cuda_desc: max_rows %d (1..2^20), max_vocab %d (1..2^28), max_slots %d, max_extra_words %d, topp %d (0..2)",
-               (int)desc->max_rows, (int)desc->max_vocab, (int)desc->max_slots, (int)desc->max_extra_words, (int)desc->topp);
+    ms__cu_msg(msg, msg_size, "bad ms_cuda_desc: max_rows %d (1..2^20), max_vocab %d (1..2^28), max_slots %d, max_extra_words %d, "
+               "topp %d (0..2), max_history %d (0..2^24)", (int)desc->max_rows, (int)desc->max_vocab, (int)desc->max_slots,
+               (int)desc->max_extra_words, (int)desc->topp, (int)desc->max_history);
     return desc->max_vocab < 1 || desc->max_vocab > (1 << 28) ? MS_ERR_BAD_VOCAB : MS_ERR_INVALID_PARAM;
   }
   rc = ms_cuda_load_driver(desc->driver_path, msg, msg_size);
@@ -197,6 +216,12 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   memset(cu, 0, sizeof *cu);
   cu->max_rows = desc->max_rows; cu->max_vocab = desc->max_vocab; cu->max_slots = desc->max_slots;
   cu->words = ms__cuda_words(desc->max_vocab); cu->split = desc->split;
+  cu->hist_cap = ms__cuda_hist_cap(desc);
+  if (cu->max_slots > 0) {
+    cu->slot_mark = (uint32_t *)MS__CU_MALLOC((size_t)cu->max_slots * sizeof *cu->slot_mark);
+    if (!cu->slot_mark) { MS__CU_FREE(cu); ms__cu_msg(msg, msg_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
+    memset(cu->slot_mark, 0, (size_t)cu->max_slots * sizeof *cu->slot_mark);
+  }
   cu->topp_bins = desc->topp == MS_CUDA_TOPP_BINS;
   if (desc->topp == MS_CUDA_TOPP_DEFAULT) {
     const char *e = ms__cu_getenv("MYSAMPLE_CUDA_TOPP");
@@ -277,7 +302,8 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (e = d->mem_alloc(&cu->d_sel, rows * MS__CUDA_SEL_BYTES)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_tokens, rows * 4)) != MS__CUDA_SUCCESS ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
-      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS)) {
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_hist, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1) * 4)) != MS__CUDA_SUCCESS)) {
     ms__cu_msg(msg, msg_size, "cuMemAlloc (%llu bytes in all): %s", (unsigned long long)ms_cuda_workspace_size(desc), ms__cu_errstr(e));
     goto fail;
   }
@@ -293,6 +319,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   if ((e = d->memset_d32_async(cu->d_sel, 0u, rows * MS__CUDA_SEL_BYTES / 4, NULL)) != MS__CUDA_SUCCESS ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_hist, 0u, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1), NULL)) != MS__CUDA_SUCCESS) ||
       (e = d->ctx_synchronize()) != MS__CUDA_SUCCESS) {
     ms__cu_msg(msg, msg_size, "clearing the workspace: %s", ms__cu_errstr(e));
     rc = MS_ERR_DEVICE;
@@ -355,12 +382,22 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (rc == MS_OK && p->profile != MS_PROFILE_VLLM && p->profile != MS_PROFILE_HF && p->profile != MS_PROFILE_SGLANG)
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
-    if (rc == MS_OK && (p->n_bad_words > 0 || p->no_repeat_ngram_size > 0 || p->exp_decay_start >= 0 ||
-                        p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
+    if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
                         p->typical_p < 1.0f || p->hook_stage != MS_HOOK_OFF || p->budget_tokens >= 0))
       rc = MS_ERR_UNSUPPORTED;
     /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
     if (rc == MS_OK && b->top && p->logprobs > MS__CUDA_MAX_TOP && b->top_stride > MS__CUDA_MAX_TOP) rc = MS_ERR_UNSUPPORTED;
+    /* a bad word is matched against the last hist_cap tokens the device keeps */
+    if (rc == MS_OK && slot >= 0) {
+      int32_t w;
+      for (w = 0; w < p->n_bad_words; w++)
+        if (p->bad_words_lens[w] - 1 > cu->hist_cap) rc = MS_ERR_CAPACITY;
+    }
+    /* one row per slot may append to it (two would race for its history) */
+    if (rc == MS_OK && slot >= 0 && accept_ok) {
+      if (cu->slot_mark[slot] == cu->call_no) rc = MS_ERR_INVALID_PARAM;
+      else cu->slot_mark[slot] = cu->call_no;
+    }
     if (b->row_results) b->row_results[r] = rc;
     if (rc != MS_OK) {
       R->status = (int32_t)rc;
@@ -402,11 +439,47 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (p->n_allowed_ids > 0) memcpy(words + used, p->allowed_ids, (size_t)p->n_allowed_ids * 4);
       used += (size_t)p->n_allowed_ids;
     }
-    if (p->n_banned_ids > 0) {
-      if (used + (size_t)p->n_banned_ids > cap) return 0;
-      R->banned_off = (int32_t)used; R->n_banned = p->n_banned_ids;
-      memcpy(words + used, p->banned_ids, (size_t)p->n_banned_ids * 4);
-      used += (size_t)p->n_banned_ids;
+    if (p->n_banned_ids > 0 || p->n_bad_words > 0) {
+      /* the banned ids, then the one-id bad words (always banned; HF drops
+         one equal to EOS) */
+      int32_t w, at = 0;
+      if (used + (size_t)p->n_banned_ids + (size_t)p->n_bad_words > cap) return 0;
+      R->banned_off = (int32_t)used;
+      if (p->n_banned_ids > 0) memcpy(words + used, p->banned_ids, (size_t)p->n_banned_ids * 4);
+      R->n_banned = p->n_banned_ids;
+      for (w = 0; w < p->n_bad_words; at += p->bad_words_lens[w], w++)
+        if (p->bad_words_lens[w] == 1 && !(prof == 1 && p->bad_words[at] == p->eos_token_id))
+          words[used + (size_t)R->n_banned++] = p->bad_words[at];
+      used += (size_t)R->n_banned;
+    }
+    if (p->n_bad_words > 0 && slot >= 0) {
+      /* the longer words: (offset, length) pairs, then their ids */
+      int32_t w, at = 0, n = 0;
+      size_t ids = 0;
+      for (w = 0; w < p->n_bad_words; w++)
+        if (p->bad_words_lens[w] > 1) { n++; ids += (size_t)p->bad_words_lens[w]; }
+      if (n > 0) {
+        size_t pos;
+        if (used + 2 * (size_t)n + ids > cap) return 0;
+        R->bw_off = (int32_t)used; R->n_bw = n;
+        pos = used + 2 * (size_t)n;
+        for (w = 0, n = 0; w < p->n_bad_words; at += p->bad_words_lens[w], w++) {
+          if (p->bad_words_lens[w] == 1) continue;
+          words[used + 2 * (size_t)n] = (int32_t)pos;
+          words[used + 2 * (size_t)n + 1] = p->bad_words_lens[w];
+          memcpy(words + pos, p->bad_words + at, (size_t)p->bad_words_lens[w] * 4);
+          pos += (size_t)p->bad_words_lens[w];
+          n++;
+        }
+        used = pos;
+        flags |= MS__CUDA_F_BADW;
+      }
+    }
+    /* HF's no_repeat_ngram and length decay need the sequence (without a
+       slot the CPU has none either, and they do nothing) */
+    if (p->no_repeat_ngram_size > 0 && slot >= 0) { flags |= MS__CUDA_F_NGRAM; R->ngram = p->no_repeat_ngram_size; }
+    if (p->exp_decay_start >= 0 && p->eos_token_id >= 0 && slot >= 0) {
+      flags |= MS__CUDA_F_DECAY; R->decay_start = p->exp_decay_start; R->decay_factor = p->exp_decay_factor;
     }
     if ((flags & MS__CUDA_F_MINTOK) && p->n_stop_token_ids > 0) {
       if (used + (size_t)p->n_stop_token_ids > cap) return 0;
@@ -441,8 +514,9 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       used += 2 * (size_t)n;
       flags |= MS__CUDA_F_BIAS;
     }
-    if (p->allowed_ids || p->token_bitmask || p->n_banned_ids > 0 || (flags & MS__CUDA_F_MINTOK)) flags |= MS__CUDA_F_MASK;
-    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN)) flags |= MS__CUDA_F_WORK;
+    if (p->allowed_ids || p->token_bitmask || R->n_banned > 0 || (flags & (MS__CUDA_F_MINTOK | MS__CUDA_F_BADW | MS__CUDA_F_NGRAM)))
+      flags |= MS__CUDA_F_MASK;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_DECAY)) flags |= MS__CUDA_F_WORK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *needs |= MS__CUDA_N_MASK;
     if (!(flags & MS__CUDA_F_GREEDY)) {
       *needs |= MS__CUDA_N_SUMS;
@@ -501,6 +575,10 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   s = cu->stage_next;
   cu->stage_next ^= 1;
   if (cu->ev_used[s] && d->event_synchronize(cu->ev[s]) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
+  if (++cu->call_no == 0) {   /* the marks wrapped: forget them */
+    if (cu->slot_mark) memset(cu->slot_mark, 0, (size_t)cu->max_slots * sizeof *cu->slot_mark);
+    cu->call_no = 1;
+  }
   bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, !probs, &needs, &first_err);
   if (bytes == 0) { rc = MS_ERR_CAPACITY; goto done; }
   if (d->memcpy_htod_async(cu->d_blob, cu->stage[s], bytes, stream) != MS__CUDA_SUCCESS ||
@@ -533,6 +611,8 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.chunk = (((b->vocab + G - 1) / G + tile - 1) / tile) * tile;
   A.top_stride = b->top ? b->top_stride : 0;
   A.n_slots = cu->max_slots;
+  A.hist = (uint64_t)cu->d_hist;
+  A.hist_cap = cu->hist_cap;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
@@ -598,6 +678,7 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
     S.seq_state = (uint64_t)cu->d_seq_state; S.seq_len = (uint64_t)cu->d_seq_len;
     S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)prompt;
     S.slot = slot; S.n = n_prompt; S.vocab = cu->max_vocab; S.n_slots = cu->max_slots;
+    S.hist = (uint64_t)cu->d_hist; S.hist_cap = cu->hist_cap;
     grid = (unsigned)((n_prompt + MS__CUDA_THREADS - 1) / MS__CUDA_THREADS);
     if (grid < 1) grid = 1;
     if (grid > 1024) grid = 1024;
@@ -611,7 +692,6 @@ MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots,
   ms__cuda_seq_args S;
   ms_result rc;
   int pushed = 0;
-  unsigned grid;
   if (!cu || (n > 0 && (!slots || !tokens))) return MS_ERR_NULL_ARGUMENT;
   if (n <= 0 || cu->max_slots == 0) return MS_OK;
   if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
@@ -619,9 +699,9 @@ MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots,
   S.seq_state = (uint64_t)cu->d_seq_state; S.seq_len = (uint64_t)cu->d_seq_len;
   S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)tokens; S.slots = (uint64_t)(uintptr_t)slots;
   S.slot = -1; S.n = n; S.vocab = cu->max_vocab; S.n_slots = cu->max_slots;
-  grid = (unsigned)((n + MS__CUDA_THREADS - 1) / MS__CUDA_THREADS);
-  if (grid > 1024) grid = 1024;
-  rc = ms__cuda_launch(cu->fn[MS__K_SEQ_ACCEPT], grid, 1, MS__CUDA_THREADS, stream, &S);
+  S.hist = (uint64_t)cu->d_hist; S.hist_cap = cu->hist_cap;
+  /* one block: a slot's tokens enter its history in order */
+  rc = ms__cuda_launch(cu->fn[MS__K_SEQ_ACCEPT], 1, 1, MS__CUDA_THREADS, stream, &S);
   ms__cuda_leave(pushed);
   return rc;
 }

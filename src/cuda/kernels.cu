@@ -71,11 +71,15 @@ typedef unsigned long long u64;
 #define F_TOPP_BINS 16384 /* top_p's threshold by bins (P_PBIN, P_PGATHER; ms_cuda_desc.topp), the radix passes its fallback */
 #define F_JOINT    8192   /* SGLang: penalties (output only) before the bias; top_k, top_p and min_p cut
                              the whole row's distribution; ties at a cut are cut by position (id order) */
+#define F_BADW     32768  /* bad words of two ids or more, matched against the slot's history (ms_k_mask) */
+#define F_NGRAM    65536  /* HF no_repeat_ngram over the slot's prompt + output (ms_k_mask) */
+#define F_DECAY    131072 /* HF exponential length decay of the EOS logit (pointwise) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
 #define ST_INF 6
 #define ST_ALL_MASKED 7
+#define ST_CAPACITY 10   /* no_repeat_ngram: the history is longer than the device keeps (max_history) */
 
 /* Packed row parameters (128 bytes): ms__cuda_row in api_cuda.h. Offsets
    count 4-byte words from the start of the parameter blob. */
@@ -85,7 +89,10 @@ struct Row {
   i32 top_k, flags, slot, min_tokens, eos, logprobs;
   i32 allowed_off, n_allowed, banned_off, n_banned, stop_off, n_stop;
   i32 bias_tok_off, n_bias, bias_val_off, bitmask_off, status;
-  i32 reserved[5];
+  i32 bw_off, n_bw;       /* F_BADW: n_bw (offset, length) pairs of the bad words' ids in the blob */
+  i32 ngram;              /* F_NGRAM: no_repeat_ngram_size */
+  i32 decay_start;        /* F_DECAY: the output length after which EOS's logit grows ... */
+  float decay_factor;     /* ... by |l| * (factor^(length - start) - 1) */
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -94,6 +101,8 @@ struct Args {
   u64 seq_state, seq_len, seq_stride, tokens, out, top, probs, probs_stride;
   i32 n_rows, vocab, words, n_parts, chunk, top_stride, n_slots, pass;
   u64 sel;
+  u64 hist;               /* the slots' histories: see SeqArgs */
+  i32 hist_cap, hist_pad;
 };
 
 /* Per-chunk statistics of a row (ms_k_stats -> ms_k_row). */
@@ -435,6 +444,19 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
     u32 w = ((const u32 *)A.bias_bits)[wbase];
     if ((w >> (i & 31)) & 1u) x = add_bias((const i32 *)A.blob, R, i, x);
   }
+  if ((R.flags & F_DECAY) && i == R.eos) {
+    /* HF ExponentialDecayLengthPenalty, after the penalties: EOS grows by
+       |l| * (f^k - 1), k output tokens past the start (finite logits only) */
+    i32 k = ((const i32 *)A.seq_len)[R.slot] - R.decay_start;
+    if (k > 0 && x == x && x != ms_pos_inf() && x != ms_neg_inf()) {
+      /* f^k by squaring in double (the CPU calls pow; both round to the
+         same float but where a double ulp decides; libdevice's pow would
+         add a tenth of a second to the cold compile) */
+      double f = (double)R.decay_factor, fk = 1.0;
+      for (; k; k >>= 1, f *= f) if (k & 1) fk *= f;
+      x = __fadd_rn(x, __fmul_rn(fabsf(x), (float)(fk - 1.0)));
+    }
+  }
   return x;
 }
 
@@ -447,7 +469,7 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
   const i32 flags = R.flags;   /* a register: the work-row stores could alias R */
-  const int pw = flags & (F_MASK | F_BIAS | F_PEN);
+  const int pw = flags & (F_MASK | F_BIAS | F_PEN | F_DECAY);
   const int lse = flags & F_RAW_LSE, store = flags & F_WORK;
   float m = ms_neg_inf(), mr = ms_neg_inf(), sr = 0.0f;
   i32 am = 0x7fffffff, fl = 0;
@@ -687,8 +709,14 @@ __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const 
   return Z;
 }
 
+/* A slot's history: word 0 its prompt's length, then a ring of the last
+   cap tokens of prompt + output (token a of the sequence at 1 + a % cap). */
+__device__ __forceinline__ i32 *slot_hist(u64 hist, i32 cap, i32 slot) {
+  return (i32 *)hist + (u64)slot * (u64)(cap + 1);
+}
+
 /* The row's result (one thread): the token, its ms_cuda_out, and for an
-   accepted token the slot's counter and length. status != 0: token -1. */
+   accepted token the slot's counter, history and length. status != 0: token -1. */
 __device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 status, float lp, i32 rank, i32 n_top,
                            int greedy, u64 pos, int accept) {
   Out *out = A.out ? (Out *)A.out + r : (Out *)0;
@@ -699,8 +727,13 @@ __device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 st
   }
   if (!status && accept && (R.flags & F_ACCEPT) && R.slot >= 0 && R.slot < A.n_slots) {
     u32 *st = (u32 *)A.seq_state + (u64)R.slot * A.seq_stride;
+    i32 *len = (i32 *)A.seq_len + R.slot;
     st[token] += 1u;
-    ((i32 *)A.seq_len)[R.slot] += 1;
+    if (A.hist) {
+      i32 *h = slot_hist(A.hist, A.hist_cap, R.slot);
+      h[1 + (i32)(((u64)(u32)h[0] + (u64)(u32)*len) % (u64)A.hist_cap)] = token;
+    }
+    *len += 1;
   }
 }
 
@@ -721,6 +754,20 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
   const i32 flags = R.flags;
   if (!(flags & (F_MASK | F_BIAS))) return;
   const i32 *blob = (const i32 *)A.blob;
+  /* the slot's history (bad words, no_repeat_ngram; the host sets those
+     flags only for rows with a slot and a history) */
+  const i32 *h = (flags & (F_BADW | F_NGRAM)) ? slot_hist(A.hist, A.hist_cap, R.slot) : (const i32 *)0;
+  const i32 n_out = h ? ((const i32 *)A.seq_len)[R.slot] : 0;
+  const i32 total = h ? h[0] + n_out : 0;   /* prompt + output */
+  if ((flags & F_NGRAM) && total + 1 >= R.ngram && total > A.hist_cap) {
+    /* no_repeat_ngram scans the whole history, and the ring lost its
+       start: the row fails rather than miss a ban */
+    if (threadIdx.x == 0) {
+      ((Row *)A.blob)[r].status = ST_CAPACITY;   /* the later kernels skip the row */
+      put_result(A, R, r, -1, ST_CAPACITY, 0.0f, 0, 0, 0, row_pos(A, R), 0);
+    }
+    return;
+  }
   u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)A.words;   /* rows are max_vocab's words apart */
   u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)A.words;
   const i32 V = A.vocab;
@@ -753,6 +800,36 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
         }
         if (threadIdx.x == 0 && R.eos >= 0 && R.eos < V) atomicAnd(&ab[R.eos >> 5], ~(1u << (R.eos & 31)));
       }
+    }
+    if (h) {
+      const i32 cap = A.hist_cap;
+#define MS_HTOK(a) h[1 + (a) % cap]   /* token a of prompt + output (a >= total - cap) */
+      if (flags & F_NGRAM) {
+        /* every earlier n-gram whose first n - 1 ids equal the last n - 1
+           bans its last id (HF NoRepeatNGram; total <= cap here) */
+        const i32 n = R.ngram;
+        for (i32 j = threadIdx.x; j + n <= total; j += blockDim.x) {
+          i32 q = 0;
+          while (q < n - 1 && MS_HTOK(j + q) == MS_HTOK(total - n + 1 + q)) q++;
+          const i32 t = MS_HTOK(j + n - 1);
+          if (q == n - 1 && t >= 0 && t < V) atomicAnd(&ab[t >> 5], ~(1u << (t & 31)));
+        }
+      }
+      if (flags & F_BADW) {
+        /* a word bans its last id when its others end the history: the
+           output in vLLM, prompt + output in HF (len - 1 <= cap: the host
+           refuses longer words) */
+        const i32 L = (flags & F_HF) ? total : n_out;
+        for (i32 w = threadIdx.x; w < R.n_bw; w += blockDim.x) {
+          const i32 off = blob[R.bw_off + 2 * w], len = blob[R.bw_off + 2 * w + 1];
+          if (L < len - 1) continue;
+          i32 q = 0;
+          while (q < len - 1 && blob[off + q] == MS_HTOK(total - len + 1 + q)) q++;
+          const i32 t = blob[off + len - 1];
+          if (q == len - 1 && t >= 0 && t < V) atomicAnd(&ab[t >> 5], ~(1u << (t & 31)));
+        }
+      }
+#undef MS_HTOK
     }
   }
   if (flags & F_BIAS) {
@@ -1652,33 +1729,65 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
 struct SeqArgs {
   u64 seq_state, seq_len, seq_stride, ids, slots;
   i32 slot, n, vocab, n_slots;
+  u64 hist;               /* 0, or per slot 1 + hist_cap words (slot_hist) */
+  i32 hist_cap, hist_pad;
 };
 
 #if MS_IN_UNIT(3)
 /* Marks the prompt tokens of a freshly cleared slot (bit 31 of the
-   counter) and sets its output length to 0. */
+   counter), keeps the prompt's last hist_cap tokens in its history and
+   sets its output length to 0. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
   u32 *st = (u32 *)S.seq_state + (u64)S.slot * S.seq_stride;
   const i32 *ids = (const i32 *)S.ids;
+  i32 *h = S.hist ? slot_hist(S.hist, S.hist_cap, S.slot) : (i32 *)0;
   for (i32 j = blockIdx.x * blockDim.x + threadIdx.x; j < S.n; j += gridDim.x * blockDim.x) {
     i32 t = ids[j];
     if (t >= 0 && t < S.vocab) atomicOr(&st[t], 0x80000000u);
+    if (h && j >= S.n - S.hist_cap) h[1 + j % S.hist_cap] = t;
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) ((i32 *)S.seq_len)[S.slot] = 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    ((i32 *)S.seq_len)[S.slot] = 0;
+    if (h) h[0] = S.n;
+  }
 }
 #endif
 
 #if MS_IN_UNIT(3)
-/* Appends tokens[j] to slot slots[j] for j < n (ids outside the vocab and
-   negative slots are skipped). */
+/* Appends tokens[j] to slot slots[j] for j < n, in j order (ids outside
+   the vocab and negative slots are skipped). One block: the histories
+   keep the order, so a slot's tokens in a chunk of MS_ST entries take the
+   places after its length in the order of j (only its last hist_cap reach
+   the ring), and the last of them writes the new length after every
+   thread has read the old one. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
+  __shared__ i32 s_slot[MS_ST];
   const i32 *ids = (const i32 *)S.ids;
   const i32 *slots = (const i32 *)S.slots;
-  for (i32 j = blockIdx.x * blockDim.x + threadIdx.x; j < S.n; j += gridDim.x * blockDim.x) {
-    i32 t = ids[j], s = slots[j];
-    if (s < 0 || s >= S.n_slots || t < 0 || t >= S.vocab) continue;
-    atomicAdd((u32 *)S.seq_state + (u64)s * S.seq_stride + (u64)t, 1u);
-    atomicAdd((i32 *)S.seq_len + s, 1);
+  const i32 tid = threadIdx.x;
+  if (blockIdx.x != 0) return;
+  for (i32 base = 0; base < S.n; base += MS_ST) {
+    const i32 j = base + tid;
+    const i32 t = j < S.n ? ids[j] : -1, s = j < S.n ? slots[j] : -1;
+    const int valid = s >= 0 && s < S.n_slots && t >= 0 && t < S.vocab;
+    s_slot[tid] = valid ? s : -1;
+    __syncthreads();
+    i32 before = 0, after = 0, len = 0;
+    if (valid) {
+      for (i32 q = 0; q < tid; q++) before += s_slot[q] == s;
+      for (i32 q = tid + 1; q < MS_ST; q++) after += s_slot[q] == s;
+      len = ((const i32 *)S.seq_len)[s];
+    }
+    __syncthreads();   /* every old length read before any is written */
+    if (valid) {
+      atomicAdd((u32 *)S.seq_state + (u64)s * S.seq_stride + (u64)t, 1u);
+      if (S.hist && after < S.hist_cap) {   /* earlier ones would share a place with a later one */
+        i32 *h = slot_hist(S.hist, S.hist_cap, s);
+        h[1 + (i32)(((u64)(u32)h[0] + (u64)(u32)(len + before)) % (u64)S.hist_cap)] = t;
+      }
+      if (!after) ((i32 *)S.seq_len)[s] = len + before + 1;
+    }
+    __syncthreads();
   }
 }
 #endif
