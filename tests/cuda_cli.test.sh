@@ -22,6 +22,7 @@ start=$(date +%s.%N)
 check gpu_bench_py_compiles "python3 -c 'import py_compile, sys; py_compile.compile(\"tools/gpu_bench.py\", cfile=\"$tmp/gb.pyc\", doraise=True)' 2> $tmp/pyc.err"
 check gpu_figures_sh_syntax 'bash -n tools/gpu_figures.sh'
 check gpu_check_sh_syntax 'bash -n tools/gpu_check.sh'
+check flashinfer_build_sh_syntax 'bash -n tools/flashinfer_build.sh'
 for c in probs sample logprobs; do
   $bin $c --help > $tmp/help 2>&1
   check "help_device_$c" 'grep -q -- "--device cpu|cuda" $tmp/help'
@@ -202,6 +203,16 @@ check ${pfx}bench_json '[ $rc = 0 ] && grep -q "^ok$" $tmp/bench.log || { cat $t
 [ "$gpu" = 1 ] && { echo "(the real GPU: the emulator-only table and text checks are left out)"; exit 0; }
 python3 tools/gpu_bench.py table --raw $tmp/bench.jsonl > $tmp/table.md 2> $tmp/table.err
 check emu_bench_table '[ $? = 0 ] && grep -q "CPU EMULATOR" $tmp/table.md && [ $(grep -c "^| 3000 |" $tmp/table.md) = 8 ] && grep -q "^- GPU model: mysample CPU emulator" $tmp/table.md'
+# build/flashinfer_bench's lines (tools/flashinfer_bench.cu; it needs a GPU):
+# its device line and figures reach the FlashInfer column and the verdict
+cat > $tmp/fi.jsonl <<'EOF2'
+{"group": "cuda_device", "impl": "flashinfer_cpp", "device": "x", "sm": 90, "driver": 13000, "flashinfer": "0.7.2.post1"}
+{"group": "cuda", "impl": "flashinfer", "config": "top_p_0.9", "batch": 2, "vocab": 3000, "us_per_batch": 1e9}
+{"group": "cuda", "impl": "flashinfer", "config": "greedy", "batch": 2, "vocab": 3000, "error": "no FlashInfer kernel for this configuration"}
+{"group": "cuda", "impl": "flashinfer_joint", "config": "top_k_50_top_p_0.95", "batch": 1, "vocab": 3000, "us_per_batch": 77.5}
+EOF2
+python3 tools/gpu_bench.py table $tmp/bench.jsonl $tmp/fi.jsonl > $tmp/table_fi.md 2> $tmp/table.err
+check emu_bench_table_flashinfer '[ $? = 0 ] && grep -q "^- FlashInfer 0.7.2.post1 through tools/flashinfer_bench.cu" $tmp/table_fi.md && grep -q "^| 3000 | 2 | top_p_0.9 | .* | 1000000000.0 | " $tmp/table_fi.md && grep -q "joint route.*V=3000 B=1 top_k_50_top_p_0.95 77.5" $tmp/table_fi.md && grep -q "^- faster than FlashInfer at every batch size: \*\*yes\*\* (1 of 1)" $tmp/table_fi.md'
 $bin bench --device cuda --batch 1 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 --working-set-mb 0 \
   > $tmp/bench.txt 2>> $tmp/emu.err
 check emu_bench_text '[ $? = 0 ] && grep -q "^NOTE: this is the CPU emulator" $tmp/bench.txt && grep -q "^greedy  *1  *3000 " $tmp/bench.txt'

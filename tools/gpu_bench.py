@@ -224,11 +224,13 @@ def cmd_table(args):
             log("cannot read %s: %s" % (path, e))
     ms = {}
     base = {}
-    dev = create = floor = bdev = None
+    dev = create = floor = bdev = fdev = None
     for l in lines:
         g, impl = l.get("group"), l.get("impl")
         if g == "cuda_device" and impl == "mysample":
             dev = l
+        elif g == "cuda_device" and impl == "flashinfer_cpp":
+            fdev = l
         elif g == "cuda_device":
             bdev = l
         elif g == "cuda_create":
@@ -258,6 +260,11 @@ def cmd_table(args):
             bdev.get("flashinfer") or "not available (%s)" % (bdev.get("flashinfer_error") or "not run")))
     else:
         out.append("- baselines (torch, FlashInfer): not run")
+    if fdev:
+        out.append("- FlashInfer %s through tools/flashinfer_bench.cu (built by tools/flashinfer_build.sh): its "
+                   "kernels called from C++ and composed as its Python functions compose them (softmax + "
+                   "top-p / min-p sampling; top_k_top_p_sampling_from_logits' default top-k-first fast path), "
+                   "deterministic, on %s" % (fdev.get("flashinfer"), fdev.get("device")))
     if floor:
         out.append("- floor: one read of B·V·4 bytes at the device-to-device copy bandwidth measured in "
                    "the same run, %.0f GB/s (bytes read + written, cuMemcpyDtoDAsync of %.0f MB)" % (
@@ -307,6 +314,13 @@ def cmd_table(args):
                 if not vs_t >= 10.0:
                     torch_fail.append("%s V=%d (%.1fx)" % (cfg, V, vs_t))
     out.append("")
+    joint = sorted(k[1:] for k in base if k[0] == "flashinfer_joint" and base[k].get("us_per_batch"))
+    if joint:
+        out.append("FlashInfer's joint route (`filter_apply_order=\"joint\"`: softmax + the rejection sampler "
+                   "TopKTopPSamplingFromProb), µs per batch: " + ", ".join(
+                       "V=%d B=%d %s %s" % (V, B, cfg, fmt_us(base[("flashinfer_joint", V, B, cfg)]["us_per_batch"]))
+                       for V, B, cfg in joint))
+        out.append("")
 
     def verdict(n, fails, what):
         if n == 0:

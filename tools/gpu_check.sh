@@ -9,7 +9,8 @@
 # (cold NVRTC compile for the device, default and --Ofast-compile=min),
 # tests (build/tests/test_cuda: the execution tests against the CPU path),
 # cli (tests/cuda_cli.test.sh on the real driver), figures
-# (tools/gpu_figures.sh: the table with the PyTorch baseline),
+# (tools/gpu_figures.sh: the table with the PyTorch baseline, and
+# FlashInfer's when build/flashinfer_bench was built and carried),
 # topp (top_p's two threshold searches side by side on vocab 128256,
 # radix and bins (ms_cuda_desc.topp) alternating, then the execution
 # tests with the bins), memcheck (compute-sanitizer on test_cuda); not by
@@ -56,6 +57,8 @@ info() {
   ldconfig -p | grep -E 'libcuda\.so|libnvrtc' || true
   nvcc --version || true
   python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' || true
+  if [ -x build/flashinfer_bench ]; then echo "build/flashinfer_bench: present"
+  else echo "build/flashinfer_bench: absent (tools/flashinfer_build.sh where nvcc and PyPI are, then carry it)"; fi
 }
 compile_cold() {
   # CUDA_CACHE_DISABLE=1: NVRTC 12.9+ keeps its own cache of compiled
@@ -110,7 +113,7 @@ for s in $steps; do
     compile) step compile 60 compile_cold ;;
     tests) step tests 150 build/tests/test_cuda ;;
     cli) step cli 120 env MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh ;;
-    figures) step figures 200 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
+    figures) step figures 260 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
     bench) step bench 90 bench ;;
     large) step large 90 large ;;
     topp) step topp 240 topp ;;

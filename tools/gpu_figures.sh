@@ -14,6 +14,9 @@
 # --config NAME,... --reps N --inner K --sigma S --working-set-mb M
 # --copy-mb M. MYSAMPLE_WHEELS=DIR installs the wheels in DIR (FlashInfer:
 # see the header of tools/gpu_bench.py) into a temporary directory first.
+# FlashInfer without Python or nvcc on the GPU machine: build/flashinfer_bench
+# (tools/flashinfer_build.sh, built where nvcc and PyPI are, then carried)
+# is run when it is there, and its figures fill the FlashInfer column.
 # KEEP=DIR keeps the JSON lines in DIR. Not part of `make test` (needs a
 # GPU); the tests check `bash -n` on it and render a table from emulator
 # output.
@@ -55,4 +58,10 @@ echo "gpu_figures: baselines (tools/gpu_bench.py run $*)" >&2
 if ! PYTHONUNBUFFERED=1 "$py" tools/gpu_bench.py run "$@" > "$out/baselines.jsonl"; then
   echo "gpu_figures: the baselines failed; the table shows mysample alone" >&2
 fi
-"$py" tools/gpu_bench.py table --raw "$out/mysample.jsonl" "$out/baselines.jsonl"
+: > "$out/flashinfer.jsonl"
+if [ -x build/flashinfer_bench ]; then
+  echo "gpu_figures: FlashInfer's kernels (build/flashinfer_bench $*)" >&2
+  build/flashinfer_bench "$@" > "$out/flashinfer.jsonl" || echo "gpu_figures: build/flashinfer_bench failed (exit $?)" >&2
+  cat "$out/flashinfer.jsonl" >&2
+fi
+"$py" tools/gpu_bench.py table --raw "$out/mysample.jsonl" "$out/baselines.jsonl" "$out/flashinfer.jsonl"
