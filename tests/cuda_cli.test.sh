@@ -101,6 +101,8 @@ sets=(
   "--allowed-ids 0,3,10,20,30,40,50 --temperature 0.8 --top-k 4"
   "--profile sglang --top-k 30 --top-p 0.7 --min-p 0.01 --repetition-penalty 1.4 --frequency-penalty 0.3 --logit-bias 4=2 --prompt-ids 4,9 --output-ids 4,12"
   "--bad-words 8,1;2;5,8,3;9,4,5,8,6 --prompt-ids 9 --output-ids 4,5,8 --temperature 0.8"
+  "--profile llamacpp"
+  "--profile llamacpp --samplers kmtp --top-k 20 --top-p 0.6 --min-p 0.1 --temperature 1.4 --logit-bias 3=4 --banned-ids 7"
   "--profile hf --top-k 0 --bad-words 2,2,7;5;4,2,2,6 --no-repeat-ngram 2 --exp-decay 1,1.5 --eos-token-id 3 --prompt-ids 9,4,2 --output-ids 2,4,2,2"
 )
 cat > $tmp/cmp.py <<'PY'
@@ -162,7 +164,8 @@ refused() { # name, what the message names, args...
     fail "${pfx}refuses_$name (rc $rc: $(head -c 200 $tmp/r.err))"
   fi
 }
-refused llamacpp "llamacpp profile" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --seed 1
+refused llamacpp_mirostat "--mirostat" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --mirostat 2 --seed 1
+refused llamacpp_no_top_k "first stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-k 0
 refused epsilon "--epsilon" probs --logits $tmp/l.bin --vocab 300 --profile hf --epsilon 0.001
 refused top_2000 "--top above 1024" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
 # a row the sampler cannot sample: status 3 on both devices

@@ -51,7 +51,7 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 7);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties */
+  CHECK(info.n_kernels == 8);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list */
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
@@ -1583,6 +1583,261 @@ static void test_gpu_stage_order_per_profile(void) {
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dh); ms_cuda_free(cu, ds);
 }
 
+/* ---- the llama.cpp profile -------------------------------------------------------
+   Rows of the llamacpp profile the kernels take (docs/CUDA.md): top_k of
+   1 to 1024 first, then top_p, min_p and the temperature in the orders
+   `samplers` gives, on rows with many exact ties (bfloat16, steps of 0.5,
+   all equal: top_k's cut inside a tie keeps the lowest ids), masks, bias,
+   min_p above 1, top_p at 0, T <= 0 (the argmax), and raw and processed
+   logprobs, against ms_probs / ms_sample; then rows with a slot (bad words
+   over prompt + output, min_tokens); then what is refused, per row, with
+   MS_ERR_UNSUPPORTED while the other rows are sampled. */
+static void test_gpu_llamacpp_matches_cpu(void) {
+  enum { R = 8, VMAX = 5000 };
+  static const char *const orders[] = { NULL, "kpmt", "kmpt", "ktpm", "ktmp", "kt", "kp", "km", "k", "edskypmxt", "kxpyt" };
+  static const int32_t ks[] = { 1, 2, 5, 40, 40, 100, 1024 };
+  static const int vocabs[] = { 7, 300, 1100, VMAX };
+  static float x[R * VMAX], probs[R * VMAX], cprobs[VMAX];
+  static ms_logprob top[R * 16], ctop[16];
+  static int32_t allowed[R][40], banned[R][4];
+  static ms_bias bias[R][3];
+  ms_cuda *cu = NULL;
+  t_dev g;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R];
+  ms_cuda_out out[R];
+  int it, r, i, iters, rows = 0, bad = 0, greedy_rows = 0, tie_rows = 0;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, VMAX, 0, 0, 16)) return;
+  iters = t_small() ? 25 : 120;
+  for (it = 0; it < iters; it++) {
+    const int V = vocabs[it % 4];
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+      float *xr = x + (size_t)r * (size_t)V;
+      int kind = (int)t_rand(5);
+      p.samplers = orders[t_rand(sizeof orders / sizeof orders[0])];
+      p.top_k = ks[t_rand(sizeof ks / sizeof ks[0])];
+      if (p.top_k >= V) p.top_k = V > 1 ? V - 1 : 1;
+      if (t_rand(3) == 0) p.top_p = (float)t_unif();
+      if (t_rand(8) == 0) p.top_p = 0.0f;
+      if (t_rand(3) == 0) p.min_p = (float)(t_unif() * 0.3);
+      if (t_rand(10) == 0) p.min_p = 1.5f;   /* keeps the first maximum */
+      p.temperature = t_rand(6) == 0 ? 0.0f : (float)(0.2 + 1.5 * t_unif());
+      p.seed = 40u + (uint64_t)it * 97u + (uint64_t)r; p.has_seed = 1;
+      if (t_rand(4) == 0) { for (i = 0; i < 40; i++) allowed[r][i] = (int32_t)t_rand((uint32_t)V); p.allowed_ids = allowed[r]; p.n_allowed_ids = 40; }
+      if (t_rand(4) == 0) { for (i = 0; i < 4; i++) banned[r][i] = (int32_t)t_rand((uint32_t)V); p.banned_ids = banned[r]; p.n_banned_ids = 4; }
+      if (t_rand(4) == 0) {
+        for (i = 0; i < 3; i++) { bias[r][i].token = (int32_t)t_rand((uint32_t)V); bias[r][i].bias = (float)(t_unif() * 20.0 - 10.0); }
+        p.logit_bias = bias[r]; p.n_logit_bias = 3;
+      }
+      if (t_rand(2)) { p.logprobs = (int32_t)t_rand(17); p.logprobs_mode = t_rand(2) ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW; }
+      t_fill(xr, V, t_rand(2) ? 3.0f : 1.0f);
+      if (kind == 1) for (i = 0; i < V; i++) xr[i] = t_bf16(xr[i]);
+      if (kind == 2) for (i = 0; i < V; i++) xr[i] = (float)floor(xr[i] * 2.0f) * 0.5f;
+      if (kind == 3) for (i = 0; i < V; i++) xr[i] = 1.0f;   /* one tie: top_k keeps ids 0..k-1 */
+      if (kind == 4) for (i = 0; i < V / 3; i++) xr[t_rand((uint32_t)V)] = -INFINITY;
+      tie_rows += kind == 3;
+      greedy_rows += p.temperature <= 0.0f;
+      ps[r] = p;
+      pp[r] = &ps[r];
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      rows++;
+      if (t_row_differs(t_cpu, x + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r],
+                        top + r * 16, 16, cprobs, ctop, &o, &crc, &e)) {
+        if (++bad <= 8)
+          printf("  it %d row %d V %d (%s k %d p %g minp %g T %g lp %d/%d): status %d / %d, max |dp| %.3g, token %d / %d, "
+                 "lp %.6g / %.6g, rank %d / %d, n_top %d / %d\n",
+                 it, r, V, ps[r].samplers ? ps[r].samplers : "default", ps[r].top_k, (double)ps[r].top_p, (double)ps[r].min_p,
+                 (double)ps[r].temperature, ps[r].logprobs, (int)ps[r].logprobs_mode, out[r].status, (int)crc, e, tok[r],
+                 o.token, (double)out[r].logprob, (double)o.logprob, out[r].rank, o.rank, out[r].n_top, o.n_top);
+      }
+    }
+  }
+  printf("  %d llamacpp rows (%d greedy, %d all tied): %d differ from the CPU\n", rows, greedy_rows, tie_rows, bad);
+  CHECK_EQ_INT(bad, 0);
+
+  {
+    /* the boundaries, exactly: top_p reached exactly by the running sum
+       (two equal logits, p = 0.5: one kept), min_p = 1 with three tied
+       maxima (all three kept), and each after the temperature */
+    const int V = 16;
+    int kept[R];
+    for (r = 0; r < R; r++) {
+      float *xr = x + r * V;
+      for (i = 0; i < V; i++) xr[i] = -40.0f - 0.1f * (float)i;   /* weights under 1e-18: p = 0.5 exactly */
+      xr[3] = xr[9] = 2.0f;
+      if (r >= 4) xr[12] = 2.0f;
+      ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+      ps[r].top_k = 8; ps[r].seed = 11u + (uint64_t)r; ps[r].has_seed = 1;
+      ps[r].samplers = (r & 1) ? "ktpm" : "kpmt";
+      ps[r].top_p = r < 4 ? 0.5f : 1.0f;
+      ps[r].min_p = r < 4 ? 0.0f : 1.0f;
+      ps[r].temperature = (r & 2) ? 0.7f : 1.0f;
+      pp[r] = &ps[r];
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      kept[r] = 0;
+      for (i = 0; i < V; i++) kept[r] += probs[r * V + i] > 0.0f;
+      CHECK(!t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 16, 16, cprobs, ctop, &o, &crc, &e));
+      CHECK_EQ_INT(kept[r], r < 4 ? 1 : 3);
+    }
+  }
+
+  {
+    /* what the kernels refuse, row by row (the rows between are sampled) */
+    ms_result rr[R];
+    ms_cuda_batch b;
+    const int V = 300;
+    for (r = 0; r < R; r++) { ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP); ps[r].seed = 5; ps[r].has_seed = 1; pp[r] = &ps[r]; }
+    ps[0].typical_p = 0.9f;
+    ps[1].top_k = 0;                       /* the list would be the whole row */
+    ps[2].samplers = "tkpm";               /* the temperature before top_k */
+    ps[3].mirostat = 2;
+    ps[4].xtc_probability = 0.5f; ps[4].xtc_threshold = 0.1f;
+    ps[5].top_k = 1025;
+    ps[6].top_n_sigma = 1.0f;
+    /* row 7: the defaults, sampled */
+    t_fill(x, R * V, 1.0f);
+    CHECK(ms_cuda_upload(cu, g.dl, x, (size_t)R * V * 4) == MS_OK);
+    memset(&b, 0, sizeof b);
+    b.n_rows = R; b.vocab = V; b.logits = g.dl; b.row_stride = V; b.params = pp; b.tokens = g.dt; b.out = g.dout; b.row_results = rr;
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);
+    CHECK(ms_cuda_download(cu, out, g.dout, sizeof out) == MS_OK);
+    for (r = 0; r < 7; r++) { CHECK_EQ_INT(rr[r], MS_ERR_UNSUPPORTED); CHECK_EQ_INT(out[r].token, -1); }
+    CHECK_EQ_INT(rr[7], MS_OK);
+    {
+      ms_output o;
+      memset(&o, 0, sizeof o);
+      CHECK_EQ_INT(ms_sample(t_cpu, x + 7 * V, V, &ps[7], NULL, &o), MS_OK);
+      CHECK_EQ_INT(out[7].token, o.token);
+    }
+  }
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
+/* llama.cpp rows with a slot: bad words over prompt + output (a one-id
+   word equal to EOS dropped, as HF), min_tokens, and generation steps whose
+   tokens join the slot; penalties (a window over the history) are refused
+   on a row with a slot, and allowed without one (they act only on a
+   sequence). */
+static void test_gpu_llamacpp_slots(void) {
+  enum { V = 64 };
+  static int32_t w[] = { 3, 9, 7, 9, 4, 3 }, wl[] = { 2, 1, 3 }, prompt[2] = { 3, 9 };
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP), q;
+  const ms_params *pp[2];
+  int32_t slots[2] = { 0, 1 }, tok[2];
+  ms_cuda_out out[2];
+  ms_result rr[2];
+  float x[2 * V];
+  void *dl = NULL, *dt = NULL, *dout = NULL, *dh = NULL;
+  ms_seq *s = NULL;
+  ms_cuda_batch b;
+  int step, i, same = 0;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = 2; d.max_vocab = V; d.max_slots = 2;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, 8) == MS_OK &&
+        ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK && ms_cuda_malloc(cu, &dh, 8) == MS_OK);
+  p.bad_words = w; p.bad_words_lens = wl; p.n_bad_words = 3;
+  p.eos_token_id = 9;        /* the one-id word 9 is EOS: dropped, as llama.cpp matches prompt + output */
+  p.min_tokens = 3; p.top_k = 8; p.seed = 77; p.has_seed = 1;
+  q = p;
+  q.repetition_penalty = 1.3f;   /* penalties: refused with a slot */
+  pp[0] = &p; pp[1] = &q;
+  CHECK(ms_seq_create(&s, 64) == MS_OK);
+  if (!s) return;
+  CHECK_EQ_INT(ms_seq_reset(s, prompt, 2, V, &p, 0), MS_OK);
+  CHECK(ms_cuda_upload(cu, dh, prompt, 8) == MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 2), MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, dh, 2), MS_OK);
+  memset(&b, 0, sizeof b);
+  b.n_rows = 2; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
+  b.tokens = dt; b.out = dout; b.row_results = rr;
+  for (step = 0; step < 30; step++) {
+    ms_output o;
+    t_fill(x, 2 * V, 1.0f);
+    for (i = 0; i < 10; i++) x[i] += 3.0f;   /* the words' ids and EOS are likely */
+    CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(rr[0], MS_OK);
+    CHECK_EQ_INT(rr[1], MS_ERR_UNSUPPORTED);
+    CHECK(ms_cuda_download(cu, tok, dt, 8) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+    memset(&o, 0, sizeof o);
+    CHECK_EQ_INT(ms_sample(t_cpu, x, V, &p, s, &o), MS_OK);
+    CHECK_EQ_INT(tok[0], o.token);
+    same += tok[0] == o.token;
+    if (step < 3) CHECK(tok[0] != 9);   /* min_tokens holds EOS back */
+    CHECK_EQ_INT(ms_seq_accept(s, o.token), MS_OK);
+  }
+  printf("  %d of 30 generation steps equal the CPU's\n", same);
+  ms_seq_destroy(s);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dh);
+  ms_cuda_destroy(cu);
+}
+
+/* ---- top lists leave -inf out -----------------------------------------------------
+   A row with fewer finite logits than the logprobs asked for: the top list
+   holds the finite ones only (raw: the caller's -inf; processed: what the
+   masks dropped), as the CPU lists them, in every profile. */
+static void test_gpu_top_list_skips_neg_inf(void) {
+  enum { R = 8, V = 7 };
+  static const ms_profile profs[4] = { MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG, MS_PROFILE_LLAMACPP };
+  static float x[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 12], ctop[12];
+  int32_t banned[1] = { 5 }, tok[R];
+  ms_cuda_out out[R];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  ms_cuda *cu = NULL;
+  t_dev g;
+  int r, i, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, V, 0, 0, 12)) return;
+  for (r = 0; r < R; r++) {
+    for (i = 0; i < V; i++) x[r * V + i] = (float)((i * 7 + r) % 5) * 0.3f;
+    x[r * V + 1] = -INFINITY; x[r * V + 4] = -INFINITY;
+    ps[r] = ms_params_profile_default(profs[r % 4]);
+    if (profs[r % 4] == MS_PROFILE_LLAMACPP) ps[r].top_k = 4;
+    ps[r].seed = 3; ps[r].has_seed = 1;
+    ps[r].logprobs = 10;
+    ps[r].logprobs_mode = r < 4 ? MS_LOGPROBS_RAW : MS_LOGPROBS_PROCESSED;
+    ps[r].banned_ids = banned; ps[r].n_banned_ids = 1;
+    pp[r] = &ps[r];
+  }
+  t_batch_run(cu, &g, x, R, V, pp, 12, probs, tok, out, top);
+  for (r = 0; r < R; r++) {
+    ms_output o;
+    ms_result crc;
+    double e;
+    if (t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 12, 12, cprobs, ctop, &o, &crc, &e)) {
+      bad++;
+      printf("  %s %s: n_top %d / cpu %d, token %d / %d\n", ms_profile_name(ps[r].profile), r < 4 ? "raw" : "processed",
+             out[r].n_top, o.n_top, tok[r], o.token);
+    }
+    CHECK(out[r].n_top <= 5);
+    for (i = 0; i < out[r].n_top; i++) CHECK(top[r * 12 + i].logprob > -INFINITY);
+  }
+  CHECK_EQ_INT(bad, 0);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- a token with several bias entries ------------------------------------------
    The CPU adds a token's bias entries to its logit one after another, in
    the order given ((l + b1) + b2); the GPU summed the entries first
@@ -1860,6 +2115,9 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);
+  RUN_GPU(test_gpu_llamacpp_matches_cpu);
+  RUN_GPU(test_gpu_llamacpp_slots);
+  RUN_GPU(test_gpu_top_list_skips_neg_inf);
   RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_logprobs_many);
   RUN_GPU(test_gpu_back_to_back);

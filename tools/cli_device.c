@@ -137,7 +137,17 @@ ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, ui
 
 /* Mirrors the list of docs/CUDA.md "Semantics": what the kernels refuse. */
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
-  if (p->profile == MS_PROFILE_LLAMACPP) return "the llamacpp profile (its sampler chain)";
+  if (p->profile == MS_PROFILE_LLAMACPP) {
+    if (p->mirostat) return "--mirostat";
+    if (p->top_n_sigma > 0.0f) return "--top-n-sigma";
+    if (p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) return "--xtc-probability";
+    if (p->dynatemp_range > 0.0f) return "--dynatemp-range";
+    if (p->dry_multiplier != 0.0f) return "--dry-multiplier (DRY)";
+    if (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f)
+      return "llamacpp penalties (a window over the history)";
+    if (p->typical_p >= 1.0f && p->min_tokens_to_keep <= 1)
+      return "a llamacpp chain whose first stage is not --top-k 1..1024 (below the vocab), then only top-p, min-p, temperature";
+  }
   if (p->epsilon_cutoff > 0.0f) return "--epsilon";
   if (p->eta_cutoff > 0.0f) return "--eta";
   if (p->min_tokens_to_keep > 1) return "--min-tokens-to-keep > 1";

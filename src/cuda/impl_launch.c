@@ -19,9 +19,11 @@
 #define MS__CUDA_F_BADW     32768  /* bad words of two ids or more (matched on the device) */
 #define MS__CUDA_F_NGRAM    65536  /* HF no_repeat_ngram */
 #define MS__CUDA_F_DECAY    131072 /* HF exponential length decay */
+#define MS__CUDA_F_BW_ALL   524288 /* bad words match prompt + output */
+#define MS__CUDA_F_LLAMA    262144 /* llama.cpp: exactly top_k, then its list stages in ms_k_row */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41104   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41120   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
@@ -40,11 +42,12 @@
 #define MS__CUDA_N_TOPP 8
 #define MS__CUDA_N_SUMS 16
 #define MS__CUDA_N_TIES 32   /* an SGLang row with top_k or top_p: its cut may fall inside a tie */
+#define MS__CUDA_N_LIST 64   /* a llama.cpp row: ms_k_list runs its chain */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
 
-/* Packed row parameters: struct Row in kernels.cu (128 bytes). Offsets are
+/* Packed row parameters: struct Row in kernels.cu (160 bytes). Offsets are
    in 4-byte words from the start of the parameter blob. */
 typedef struct ms__cuda_row {
   uint64_t seed, position;
@@ -54,6 +57,8 @@ typedef struct ms__cuda_row {
   int32_t bias_tok_off, n_bias, bias_val_off, bitmask_off, status;
   int32_t bw_off, n_bw, ngram, decay_start;
   float decay_factor;
+  float ll_top_p, ll_log_min_p, ll_temp;
+  int32_t ll_stages, ll_pad[4];
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -75,7 +80,7 @@ typedef struct ms__cuda_seq_args {
 } ms__cuda_seq_args;
 
 /* Layout checks (a negative array size fails the build). */
-typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 128) ? 1 : -1];
+typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 160) ? 1 : -1];
 typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 176) ? 1 : -1];
 typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 72) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
@@ -86,7 +91,42 @@ typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
    (greedy_below, temp_floor, bias_clamp). */
 static const float ms__cuda_greedy_below[3] = { 1e-5f, 1e-30f, 1e-6f };
 static const float ms__cuda_temp_floor[3] = { 0.01f, 0.0f, 0.0f };
-static const float ms__cuda_bias_clamp[3] = { 100.0f, 0.0f /* none */, 0.0f };
+static const float ms__cuda_bias_clamp[4] = { 100.0f, 0.0f /* none */, 0.0f, 0.0f };
+
+/* The llama.cpp rows the kernels take (src/impl_chain.c is the
+   reference): a chain whose first acting stage is top_k, with 1 <= k <=
+   1024 and k < vocab, followed only by top_p, min_p and the temperature
+   (typical, XTC, top-n-sigma, dynamic temperature, mirostat and
+   min_keep > 1 are refused; penalties and DRY act only on a row with a
+   slot, which is refused when they are set), or a chain whose
+   temperature is <= 0 (the argmax, as the CPU takes it). Returns 1 when
+   the row is taken, with *stages (2 bits per stage after top_k, from the
+   lowest: 1 top_p, 2 min_p, 3 temperature) and *greedy. */
+static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy) {
+  const char *order = p->samplers ? p->samplers : "edskypmxt", *q;
+  const int pen = slot >= 0 && p->penalty_last_n != 0 &&
+                  (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
+  const int dry = slot >= 0 && p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_last_n != 0;
+  int seen_k = 0, shift = 0;
+  *stages = 0;
+  *greedy = 0;
+  if (p->mirostat || p->dynatemp_range > 0.0f || pen || dry || p->top_n_sigma > 0.0f || p->typical_p < 1.0f ||
+      (p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) || p->min_tokens_to_keep > 1)
+    return 0;
+  if (strchr(order, 't') && p->temperature <= 0.0f) { *greedy = 1; return 1; }
+  for (q = order; *q; q++) {
+    int code = 0;
+    if (*q == 'k' && p->top_k > 0) { seen_k = 1; continue; }
+    if (*q == 'p' && p->top_p < 1.0f) code = 1;
+    else if (*q == 'm' && p->min_p > 0.0f) code = 2;
+    else if (*q == 't') code = 3;
+    else continue;   /* a stage that does nothing with these parameters */
+    if (!seen_k) return 0;   /* the list would be unbounded */
+    *stages |= code << shift;
+    shift += 2;
+  }
+  return seen_k && p->top_k <= MS__CUDA_MAX_TOP && p->top_k < V;
+}
 
 struct ms_cuda {
   ms__CUhandle ctx;
@@ -372,14 +412,14 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     ms__cuda_row *R = &rows[r];
     const ms_params *p = b->params[r];
     ms_result rc;
-    int prof, flags = 0;
-    int32_t slot = b->slots ? b->slots[r] : -1;
+    int prof, flags = 0, ll_greedy = 0;
+    int32_t slot = b->slots ? b->slots[r] : -1, ll_stages = 0;
     float T;
     memset(R, 0, sizeof *R);
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f;
     rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
     if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
-    if (rc == MS_OK && p->profile != MS_PROFILE_VLLM && p->profile != MS_PROFILE_HF && p->profile != MS_PROFILE_SGLANG)
+    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy))
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
     if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
@@ -405,18 +445,28 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       *needs |= MS__CUDA_N_ROW;
       continue;
     }
-    prof = p->profile == MS_PROFILE_HF ? 1 : p->profile == MS_PROFILE_SGLANG ? 2 : 0;
-    if (prof) flags |= MS__CUDA_F_HF;
+    prof = p->profile == MS_PROFILE_HF ? 1 : p->profile == MS_PROFILE_SGLANG ? 2 : p->profile == MS_PROFILE_LLAMACPP ? 3 : 0;
+    if (prof == 1 || prof == 2) flags |= MS__CUDA_F_HF;
     if (prof == 2) flags |= MS__CUDA_F_JOINT;
-    /* vLLM raises 0 < T < 0.01 to 0.01 before its greedy test, so only
-       T = 0 is greedy there (as ms_sample does) */
-    T = p->temperature;
-    if (T > 0.0f && T < ms__cuda_temp_floor[prof]) T = ms__cuda_temp_floor[prof];
-    if (!(T >= ms__cuda_greedy_below[prof])) flags |= MS__CUDA_F_GREEDY;
-    else R->inv_temp = 1.0f / T;
     R->top_k = (p->top_k > 0 && p->top_k < V) ? p->top_k : 0;
     R->top_p = p->top_p;
     R->min_p = p->min_p;
+    if (prof == 3) {
+      /* llama.cpp: the passes find top_k's threshold and nothing else (no
+         top_p or min_p on the row, weights at T = 1); ms_k_row runs the
+         rest of the chain on the list */
+      R->top_p = 1.0f; R->min_p = 0.0f; R->inv_temp = 1.0f;
+      R->ll_top_p = p->top_p; R->ll_log_min_p = p->min_p > 0.0f ? logf(p->min_p) : 0.0f;
+      R->ll_temp = p->temperature; R->ll_stages = ll_stages;
+      flags |= ll_greedy ? MS__CUDA_F_GREEDY : MS__CUDA_F_LLAMA;
+    } else {
+      /* vLLM raises 0 < T < 0.01 to 0.01 before its greedy test, so only
+         T = 0 is greedy there (as ms_sample does) */
+      T = p->temperature;
+      if (T > 0.0f && T < ms__cuda_temp_floor[prof]) T = ms__cuda_temp_floor[prof];
+      if (!(T >= ms__cuda_greedy_below[prof])) flags |= MS__CUDA_F_GREEDY;
+      else R->inv_temp = 1.0f / T;
+    }
     R->presence = p->presence_penalty;
     R->frequency = p->frequency_penalty;
     R->repetition = p->repetition_penalty;
@@ -428,7 +478,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     R->position = b->positions ? b->positions[r] : 0;
     if (!b->positions && slot >= 0) flags |= MS__CUDA_F_POS_SLOT;
     if (slot >= 0 && accept_ok) flags |= MS__CUDA_F_ACCEPT;
-    if (slot >= 0 && (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f))
+    /* (llama.cpp's penalties, over a window, are refused when they act) */
+    if (prof != 3 && slot >= 0 && (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f))
       flags |= MS__CUDA_F_PEN;
     if (p->min_tokens > 0 && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) flags |= MS__CUDA_F_MINTOK;
     if (p->logprobs >= 0) flags |= p->logprobs_mode == MS_LOGPROBS_PROCESSED ? MS__CUDA_F_LP_PROC : MS__CUDA_F_RAW_LSE;
@@ -440,15 +491,15 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       used += (size_t)p->n_allowed_ids;
     }
     if (p->n_banned_ids > 0 || p->n_bad_words > 0) {
-      /* the banned ids, then the one-id bad words (always banned; HF drops
-         one equal to EOS) */
+      /* the banned ids, then the one-id bad words (always banned; HF and
+         llama.cpp, which match prompt + output, drop one equal to EOS) */
       int32_t w, at = 0;
       if (used + (size_t)p->n_banned_ids + (size_t)p->n_bad_words > cap) return 0;
       R->banned_off = (int32_t)used;
       if (p->n_banned_ids > 0) memcpy(words + used, p->banned_ids, (size_t)p->n_banned_ids * 4);
       R->n_banned = p->n_banned_ids;
       for (w = 0; w < p->n_bad_words; at += p->bad_words_lens[w], w++)
-        if (p->bad_words_lens[w] == 1 && !(prof == 1 && p->bad_words[at] == p->eos_token_id))
+        if (p->bad_words_lens[w] == 1 && !((prof == 1 || prof == 3) && p->bad_words[at] == p->eos_token_id))
           words[used + (size_t)R->n_banned++] = p->bad_words[at];
       used += (size_t)R->n_banned;
     }
@@ -473,6 +524,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
         }
         used = pos;
         flags |= MS__CUDA_F_BADW;
+        if (prof == 1 || prof == 3) flags |= MS__CUDA_F_BW_ALL;
       }
     }
     /* HF's no_repeat_ngram and length decay need the sequence (without a
@@ -518,7 +570,9 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       flags |= MS__CUDA_F_MASK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_DECAY)) flags |= MS__CUDA_F_WORK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *needs |= MS__CUDA_N_MASK;
-    if (!(flags & MS__CUDA_F_GREEDY)) {
+    if (flags & MS__CUDA_F_LLAMA) {
+      *needs |= MS__CUDA_N_TOPK | MS__CUDA_N_LIST | MS__CUDA_N_ROW;   /* the count passes, the list, the row's end */
+    } else if (!(flags & MS__CUDA_F_GREEDY)) {
       *needs |= MS__CUDA_N_SUMS;
       if (R->top_k > 0) *needs |= MS__CUDA_N_TOPK;
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
@@ -529,7 +583,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     /* rows without logprobs end in a pass: greedy ones in
        ms_k_stats, sampled ones in P_SUMS (top_k rows may resolve on their
        candidates in ms_k_row; SGLang's never do) */
-    if (ends_ok && R->logprobs < 0 && ((flags & (MS__CUDA_F_GREEDY | MS__CUDA_F_JOINT)) || R->top_k <= 0))
+    if (ends_ok && R->logprobs < 0 && !(flags & MS__CUDA_F_LLAMA) &&
+        ((flags & (MS__CUDA_F_GREEDY | MS__CUDA_F_JOINT)) || R->top_k <= 0))
       flags |= MS__CUDA_F_END;
     else *needs |= MS__CUDA_N_ROW;
     R->flags = flags;
@@ -634,6 +689,9 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     A.pass = pass;
     if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   }
+  /* llama.cpp rows: their chain on the top_k list (ms_k_row then adds raw logprobs and writes the result) */
+  if ((needs & MS__CUDA_N_LIST) &&
+      (rc = ms__cuda_launch(cu->fn[MS__K_LIST], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   /* every row ended in a pass (F_END): no ms_k_row launch (probs calls
      never set F_END, so they always set N_ROW) */
   if ((needs & MS__CUDA_N_ROW) &&

@@ -6,10 +6,10 @@
    parallel threads, so a cold compile takes about as long as the largest
    unit (one program took the sum: 1.4 s against 0.8 s on 2 cores). */
 static const char *const ms__cu_kernel_names[] = {
-  "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", "ms_k_ties", NULL
+  "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", "ms_k_ties", "ms_k_list", NULL
 };
-static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3 };
-enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_COUNT_ };
+static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 3 };
+enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_LIST, MS__K_COUNT_ };
 #define MS__CU_UNITS 4
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */

@@ -20,6 +20,9 @@
                                row's Sel and the last block to finish
                                takes the pass's decision for the next launch
                                (a "last block" count, never a spin barrier)
+     ms_k_list   grid B        llama.cpp rows only: the top_k list and the
+                               chain's stages on it (the token, probs,
+                               processed logprobs into Sel)
      ms_k_row    grid B        one block per row: what is left after the
                                passes (top_k's candidates, the draw inside
                                one tile, logprobs, probs) and the
@@ -74,6 +77,9 @@ typedef unsigned long long u64;
 #define F_BADW     32768  /* bad words of two ids or more, matched against the slot's history (ms_k_mask) */
 #define F_NGRAM    65536  /* HF no_repeat_ngram over the slot's prompt + output (ms_k_mask) */
 #define F_DECAY    131072 /* HF exponential length decay of the EOS logit (pointwise) */
+#define F_BW_ALL   524288 /* bad words match prompt + output (HF, llama.cpp), not the output only (vLLM) */
+#define F_LLAMA    262144 /* llama.cpp: exactly top_k (ties by id) by the count passes, then its list
+                             stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -81,7 +87,7 @@ typedef unsigned long long u64;
 #define ST_ALL_MASKED 7
 #define ST_CAPACITY 10   /* no_repeat_ngram: the history is longer than the device keeps (max_history) */
 
-/* Packed row parameters (128 bytes): ms__cuda_row in api_cuda.h. Offsets
+/* Packed row parameters (160 bytes): ms__cuda_row in api_cuda.h. Offsets
    count 4-byte words from the start of the parameter blob. */
 struct Row {
   u64 seed, position;
@@ -93,6 +99,9 @@ struct Row {
   i32 ngram;              /* F_NGRAM: no_repeat_ngram_size */
   i32 decay_start;        /* F_DECAY: the output length after which EOS's logit grows ... */
   float decay_factor;     /* ... by |l| * (factor^(length - start) - 1) */
+  float ll_top_p, ll_log_min_p, ll_temp;   /* F_LLAMA: the list's top_p, logf(min_p) (the host's), T */
+  i32 ll_stages;          /* F_LLAMA: the stages after top_k, 2 bits each from the lowest: 1 top_p, 2 min_p, 3 T */
+  i32 ll_pad[4];
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -144,12 +153,15 @@ struct Sel {
   double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
   u32 ck[MS_CAND];        /* candidates' keys and ids, in no order */
   i32 cid[MS_CAND];
+  i32 ll_token;           /* F_LLAMA: ms_k_list's token (-1: nothing kept), ... */
+  float ll_lp;            /* ... its processed logprob, rank and top-list length */
+  i32 ll_rank, ll_ntop;
   double pabove;          /* F_TOPP_BINS: the mass of the bins above the threshold's bin, ... */
   u32 pk_lo, pk_hi;       /* ... whose keys are [pk_lo, pk_hi) */
   i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
   i32 sums_done;          /* P_PGATHER summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
-static_assert(sizeof(Sel) == 41104, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41120, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -817,9 +829,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
       }
       if (flags & F_BADW) {
         /* a word bans its last id when its others end the history: the
-           output in vLLM, prompt + output in HF (len - 1 <= cap: the host
-           refuses longer words) */
-        const i32 L = (flags & F_HF) ? total : n_out;
+           output in vLLM, prompt + output in HF and llama.cpp (len - 1 <=
+           cap: the host refuses longer words) */
+        const i32 L = (flags & F_BW_ALL) ? total : n_out;
         for (i32 w = threadIdx.x; w < R.n_bw; w += blockDim.x) {
           const i32 off = blob[R.bw_off + 2 * w], len = blob[R.bw_off + 2 * w + 1];
           if (L < len - 1) continue;
@@ -1288,7 +1300,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
 
   if (pass == P_CAND) {
-    if (greedy || !Q->cand) return;
+    if (greedy || !Q->cand || (R.flags & F_LLAMA)) return;   /* llama.cpp rows gather in ms_k_row */
     gather_cands(src, beg, end, Q->cedge, &Q->ncand, Q->ck, Q->cid);
     return;
   }
@@ -1299,7 +1311,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     const int pg = MS_BINS_ON && pass == P_PGATHER;
     const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
     if (pg ? (greedy || !Q->pbins || Q->cand || Q->pdone) : (greedy && !lp_proc)) return;
-    if (Q->cand) return;   /* ms_k_row resolves it from the candidates */
+    if (Q->cand || (R.flags & F_LLAMA)) return;   /* ms_k_row resolves it from the candidates, or its list */
     if (Q->sums_done) return;   /* P_PGATHER summed the tiles (and drew an F_END row) */
     const u32 k_lo = pg ? Q->pk_lo : 0u, span = pg ? Q->pk_hi - k_lo : 0u, k_hi = k_lo + span;
     u32 theta = greedy ? MS_KEY_NEG_INF + 1u : pg ? max(k_hi, (R.flags & F_HF) ? Q->t_minp : 0u) : sel_theta(R, Q);
@@ -1542,7 +1554,157 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
 }
 #endif
 
+#if MS_IN_UNIT(3)
+/* e[i] = exp(v[i] - v[0]) for i < n (one thread), and their sum: llama.cpp's
+   list weights relative to its first (largest) value. Not inlined: two
+   callers, and the exp polynomial once is a shorter compile. */
+__device__ __noinline__ double list_weights(const float *v, float *e, i32 n) {
+  double z = 0.0;
+  for (i32 i = 0; i < n; i++) { e[i] = ms_expf_dev(__fsub_rn(v[i], v[0])); z += (double)e[i]; }
+  return z;
+}
+
+/* llama.cpp rows (F_LLAMA), one block each, after the count passes and
+   before ms_k_row (which reads the token from the Sel state and adds raw
+   logprobs): the top_k list
+   (the keys above the count passes' threshold and its ties, lowest ids
+   first, gathered in id order; ordered by value descending, id
+   ascending; exactly k), then the stages after top_k as the CPU runs them
+   on its list (src/impl_chain.c: float softmax and running sum for top_p,
+   the host's logf(min_p) for min_p, a float division for T), then the
+   weights exp(l - l_0), the draw walking the list in its order, the
+   probabilities and the processed logprobs (log of the list's weights;
+   rank among them; the first N by logprob, ties by id). A kernel of its
+   own in the small program: inside ms_k_row it made the largest program
+   a seventh longer to compile. */
+extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
+  __shared__ Row sR;
+  __shared__ u32 gk[2 * MS_CAND];
+  __shared__ i32 gi[2 * MS_CAND];
+  __shared__ float s_v[MS_CAND], s_e[MS_CAND];
+  __shared__ i32 s_i[MS_CAND];
+  __shared__ i32 s_n, s_pick;
+  __shared__ double s_z;
+  const i32 r = blockIdx.x, tid = threadIdx.x, V = A.vocab;
+  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  __syncthreads();
+  const Row &R = sR;
+  Sel *Q = (Sel *)A.sel + r;
+  if (!(R.flags & F_LLAMA) || R.status != 0 || Q->status != 0) return;
+  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
+                                       : (const float *)A.logits + (u64)r * A.stride;
+  const u64 pos = row_pos(A, R);
+  const i32 K = R.top_k;
+  const u32 edge = Q->cand ? Q->cedge : Q->tk;   /* the k-th largest key, or a bound below it with few keys above */
+  u32 n_all = 0u, n_eq = 0u;
+  for (i32 base = 0; base < V; base += blockDim.x) {
+    const i32 i = base + tid;
+    const u32 key = i < V ? fkey(src[i]) : 0u;
+    const u32 eq = (i < V && key == edge) ? 1u : 0u;
+    u32 tot_eq, tot;
+    const u32 eq_pos = bscan_excl(eq, &tot_eq);
+    const u32 take = (i < V && (key > edge || (eq && n_eq + eq_pos < (u32)K))) ? 1u : 0u;
+    const u32 at = bscan_excl(take, &tot);
+    if (take && n_all + at < 2u * MS_CAND) { gk[n_all + at] = key; gi[n_all + at] = i; }
+    n_all += tot;
+    n_eq += tot_eq;
+  }
+  __syncthreads();
+  const i32 n_g = (i32)min(n_all, 2u * MS_CAND);
+  for (i32 j = tid; j < n_g; j += blockDim.x) {
+    const u32 kj = gk[j];
+    const i32 ij = gi[j];
+    i32 at = 0;
+    for (i32 q = 0; q < n_g; q++) at += gk[q] > kj || (gk[q] == kj && gi[q] < ij);
+    if (at < K) { s_i[at] = ij; s_v[at] = src[ij]; }
+  }
+  __syncthreads();
+  if (tid == 0) {
+    i32 n = min(n_g, K);   /* (llama.cpp's size, the list with its -inf entries, matters only to min_keep > 1) */
+    for (i32 code = R.ll_stages; code; code >>= 2) {
+      const i32 st = code & 3;
+      if (st == 1 && n > 0) {
+        /* top_p: the first prefix whose float running sum of the float
+           softmax reaches p */
+        const float z = (float)list_weights(s_v, s_e, n);
+        float cum = 0.0f;
+        for (i32 i = 0; i < n; i++) {
+          cum = __fadd_rn(cum, __fdiv_rn(s_e[i], z));
+          if (cum >= R.ll_top_p) { n = i + 1; break; }
+        }
+      } else if (st == 2 && n > 0) {
+        /* min_p: logits >= max + ln(min_p), at least one */
+        const float cut = __fadd_rn(s_v[0], R.ll_log_min_p);
+        i32 c = 0;
+        while (c < n && s_v[c] >= cut) c++;
+        if (n > max(c, 1)) n = max(c, 1);
+      } else if (st == 3) {
+        /* the temperature: T <= 0 keeps the first */
+        if (R.ll_temp <= 0.0f) { if (n > 1) n = 1; }
+        else for (i32 i = 0; i < n; i++) s_v[i] = __fdiv_rn(s_v[i], R.ll_temp);
+      }
+    }
+    /* the weights relative to the list's first (its maximum), the draw in
+       list order: the first whose running sum exceeds u * z, else the last
+       of positive weight */
+    const double zs = list_weights(s_v, s_e, n);
+    i32 pick = -1;
+    if (n == 1) pick = 0;
+    else if (n > 1) {
+      const double target = ms_uniform_dev(R.seed, pos, 0u) * zs;
+      double cum = 0.0;
+      for (i32 i = 0; i < n; i++) {
+        if (s_e[i] > 0.0f) pick = i;
+        cum += (double)s_e[i];
+        if (cum > target) { pick = i; break; }
+      }
+    }
+    if (!(zs > 0.0)) pick = -1;
+    s_n = n; s_z = zs; s_pick = pick;
+  }
+  __syncthreads();
+  const i32 n = s_n, pick = s_pick;
+  const double z = s_z;
+  float *probs = (float *)A.probs;
+  if (probs) {
+    float *pr = probs + (u64)r * A.probs_stride;
+    for (i32 i = tid; i < V; i += blockDim.x) pr[i] = 0.0f;
+    __syncthreads();
+    if (pick >= 0) for (i32 i = tid; i < n; i += blockDim.x) pr[s_i[i]] = (float)((double)s_e[i] / z);
+  }
+  const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
+  if (tid == 0) { Q->ll_token = pick >= 0 ? s_i[pick] : -1; Q->ll_lp = 0.0f; Q->ll_rank = 0; Q->ll_ntop = 0; }
+  if (lp_proc && pick >= 0) {
+    /* the list's logprobs (into s_v, which the weights replaced) */
+    const double logz = log(z);
+    for (i32 i = tid; i < n; i += blockDim.x) s_v[i] = s_e[i] > 0.0f ? (float)(log((double)s_e[i]) - logz) : ms_neg_inf();
+    __syncthreads();
+    const float ep = s_e[pick];
+    if (tid == 0) {
+      i32 rk = 1;
+      for (i32 i = 0; i < n && s_e[i] > ep; i++) rk++;
+      Q->ll_lp = s_v[pick];
+      Q->ll_rank = rk;
+    }
+    const i32 m = min(min(n, R.logprobs), min(A.top_stride, MS_CAND));
+    if (A.top && m > 0) {
+      TopEntry *top = (TopEntry *)A.top + (u64)r * (u64)A.top_stride;
+      for (i32 j = tid; j < m; j += blockDim.x) {
+        /* the first m of the list, placed by (logprob descending, id ascending) */
+        const float lj = s_v[j];
+        i32 at = 0;
+        for (i32 q = 0; q < m; q++) at += s_v[q] > lj || (s_v[q] == lj && s_i[q] < s_i[j]);
+        top[at].token = s_i[j];
+        top[at].logprob = lj;
+      }
+      if (tid == 0) Q->ll_ntop = m;
+    }
+  }
+}
+#endif
+
 /* ---- the row kernel -------------------------------------------------------- */
+
 
 #if MS_IN_UNIT(0)
 extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
@@ -1601,6 +1763,13 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   int cand = 0;
   double Z = 1.0;
   i32 nkept = 1;
+  float lp_tok = 0.0f;
+  i32 rank = 0, n_top = 0;
+  if (R.flags & F_LLAMA) {
+    /* llama.cpp (greedy rows never get here): ms_k_list ran its chain */
+    token = Q->ll_token;
+    lp_tok = Q->ll_lp; rank = Q->ll_rank; n_top = Q->ll_ntop;
+  } else {
   if (!greedy) {
     if (Q->cand) {
       const u32 n = min(Q->ncand, (u32)MS_CAND);
@@ -1643,13 +1812,12 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
       probs[i] = pr;
     }
   }
+  }   /* not F_LLAMA */
 
   /* logprobs: the token's, its rank, and the top N. Raw: log_softmax of
      the caller's row; processed: log of the final distribution (greedy
      rows: log_softmax of the processed row), kept tokens only. */
-  float lp_tok = 0.0f;
-  i32 rank = 0, n_top = 0;
-  if (lp_on && token >= 0) {
+  if (lp_on && token >= 0 && !((R.flags & F_LLAMA) && lp_proc)) {
     LpVal lv;
     lv.p = lp_proc ? src : rawp;
     lv.theta = theta;
@@ -1675,15 +1843,17 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
       __syncthreads();
       const u32 need_eq = (u32)N - na;   /* places left for keys equal to tau */
       const int all_eq = ne <= need_eq;  /* (N >= V: tau = 0, every key is larger) */
+      /* -inf (a raw row's own, or a masked processed one) is never listed,
+         as on the CPU: the list may be shorter than N */
       for (i32 i = tid; i < V; i += blockDim.x) {
         u32 key = fkey(lv(i));
-        if (key > tau || (key == tau && all_eq)) {
+        if ((key > tau || (key == tau && all_eq)) && key != MS_KEY_NEG_INF) {
           u32 pos = atomicAdd(&s_ncand, 1u);
           if (pos < MS_CAND) { s_buf.c.key[pos] = key; s_buf.c.id[pos] = i; }
         }
       }
       __syncthreads();
-      if (!all_eq) {
+      if (!all_eq && tau != MS_KEY_NEG_INF) {
         /* more ties at tau than places left: the lowest ids, in id order */
         u32 taken = 0u;
         const u32 base = s_ncand;
