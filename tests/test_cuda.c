@@ -1727,66 +1727,84 @@ static void test_gpu_llamacpp_matches_cpu(void) {
   ms_cuda_destroy(cu);
 }
 
-/* llama.cpp rows with a slot: bad words over prompt + output (a one-id
-   word equal to EOS dropped, as HF), min_tokens, and generation steps whose
-   tokens join the slot; penalties (a window over the history) are refused
-   on a row with a slot, and allowed without one (they act only on a
-   sequence). */
+/* llama.cpp rows with a slot, generating 40 steps against the CPU: row 0
+   bad words over prompt + output (a one-id word equal to EOS dropped, as
+   HF) and min_tokens; row 1 penalties over the last 6 tokens (repeat,
+   frequency, presence: ms_k_mask lists the window's counts); row 2 the
+   same over the whole sequence (penalty_last_n -1) on a sampler that
+   keeps 16 tokens of history, so the device fails the row with
+   MS_ERR_CAPACITY once the sequence is longer. Then penalties that do not
+   lead the chain (applied to the top_k list on the CPU) are refused. */
 static void test_gpu_llamacpp_slots(void) {
-  enum { V = 64 };
+  enum { V = 64, R = 3 };
   static int32_t w[] = { 3, 9, 7, 9, 4, 3 }, wl[] = { 2, 1, 3 }, prompt[2] = { 3, 9 };
   ms_cuda *cu = NULL;
   ms_cuda_desc d;
-  ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP), q;
-  const ms_params *pp[2];
-  int32_t slots[2] = { 0, 1 }, tok[2];
-  ms_cuda_out out[2];
-  ms_result rr[2];
-  float x[2 * V];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t slots[R] = { 0, 1, 2 }, tok[R];
+  ms_cuda_out out[R];
+  ms_result rr[R];
+  float x[R * V];
   void *dl = NULL, *dt = NULL, *dout = NULL, *dh = NULL;
-  ms_seq *s = NULL;
+  ms_seq *s[R] = { NULL, NULL, NULL };
   ms_cuda_batch b;
-  int step, i, same = 0;
+  int step, i, r, same = 0, cap_seen = 0;
   if (!t_gpu()) SKIP(t_why);
   memset(&d, 0, sizeof d);
-  d.max_rows = 2; d.max_vocab = V; d.max_slots = 2;
+  d.max_rows = R; d.max_vocab = V; d.max_slots = R; d.max_history = 16;
   CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
   if (!cu) return;
-  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, 8) == MS_OK &&
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK &&
         ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK && ms_cuda_malloc(cu, &dh, 8) == MS_OK);
-  p.bad_words = w; p.bad_words_lens = wl; p.n_bad_words = 3;
-  p.eos_token_id = 9;        /* the one-id word 9 is EOS: dropped, as llama.cpp matches prompt + output */
-  p.min_tokens = 3; p.top_k = 8; p.seed = 77; p.has_seed = 1;
-  q = p;
-  q.repetition_penalty = 1.3f;   /* penalties: refused with a slot */
-  pp[0] = &p; pp[1] = &q;
-  CHECK(ms_seq_create(&s, 64) == MS_OK);
-  if (!s) return;
-  CHECK_EQ_INT(ms_seq_reset(s, prompt, 2, V, &p, 0), MS_OK);
-  CHECK(ms_cuda_upload(cu, dh, prompt, 8) == MS_OK);
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 2), MS_OK);
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, dh, 2), MS_OK);
-  memset(&b, 0, sizeof b);
-  b.n_rows = 2; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
-  b.tokens = dt; b.out = dout; b.row_results = rr;
-  for (step = 0; step < 30; step++) {
-    ms_output o;
-    t_fill(x, 2 * V, 1.0f);
-    for (i = 0; i < 10; i++) x[i] += 3.0f;   /* the words' ids and EOS are likely */
-    CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
-    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);
-    CHECK_EQ_INT(rr[0], MS_OK);
-    CHECK_EQ_INT(rr[1], MS_ERR_UNSUPPORTED);
-    CHECK(ms_cuda_download(cu, tok, dt, 8) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
-    memset(&o, 0, sizeof o);
-    CHECK_EQ_INT(ms_sample(t_cpu, x, V, &p, s, &o), MS_OK);
-    CHECK_EQ_INT(tok[0], o.token);
-    same += tok[0] == o.token;
-    if (step < 3) CHECK(tok[0] != 9);   /* min_tokens holds EOS back */
-    CHECK_EQ_INT(ms_seq_accept(s, o.token), MS_OK);
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+    ps[r].top_k = 8; ps[r].seed = 77u + (uint64_t)r; ps[r].has_seed = 1;
+    pp[r] = &ps[r];
   }
-  printf("  %d of 30 generation steps equal the CPU's\n", same);
-  ms_seq_destroy(s);
+  ps[0].bad_words = w; ps[0].bad_words_lens = wl; ps[0].n_bad_words = 3;
+  ps[0].eos_token_id = 9;        /* the one-id word 9 is EOS: dropped, as llama.cpp matches prompt + output */
+  ps[0].min_tokens = 3;
+  ps[1].repetition_penalty = 1.5f; ps[1].frequency_penalty = 0.3f; ps[1].presence_penalty = 0.2f; ps[1].penalty_last_n = 6;
+  ps[2].repetition_penalty = 1.3f; ps[2].penalty_last_n = -1;
+  CHECK(ms_cuda_upload(cu, dh, prompt, 8) == MS_OK);
+  for (r = 0; r < R; r++) {
+    CHECK(ms_seq_create(&s[r], 64) == MS_OK);
+    if (!s[r]) return;
+    CHECK_EQ_INT(ms_seq_reset(s[r], prompt, 2, V, &ps[r], 0), MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dh, 2), MS_OK);
+  }
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
+  b.tokens = dt; b.out = dout; b.row_results = rr;
+  for (step = 0; step < 40; step++) {
+    t_fill(x, R * V, 1.0f);
+    for (r = 0; r < R; r++) for (i = 0; i < 10; i++) x[r * V + i] += 3.0f;   /* the words' ids, EOS, repeats: likely */
+    CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      if (r == 2 && 2 + step > 16) { CHECK_EQ_INT(out[r].status, MS_ERR_CAPACITY); cap_seen++; continue; }
+      memset(&o, 0, sizeof o);
+      CHECK_EQ_INT(ms_sample(t_cpu, x + r * V, V, &ps[r], s[r], &o), MS_OK);
+      CHECK_EQ_INT(out[r].status, MS_OK);
+      CHECK_EQ_INT(tok[r], o.token);
+      same += tok[r] == o.token;
+      CHECK_EQ_INT(ms_seq_accept(s[r], o.token), MS_OK);
+    }
+    if (step < 3) CHECK(tok[0] != 9);   /* min_tokens holds EOS back */
+  }
+  printf("  %d tokens equal the CPU's; row 2 refused for capacity %d times\n", same, cap_seen);
+  CHECK(cap_seen > 0);
+  /* penalties after top_k in the chain: the CPU applies them to the list */
+  ps[1].samplers = "kepmt";
+  CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dt, 1), MS_ERR_INVALID_PARAM);   /* (probs_stride below the vocab) */
+  b.accept = 0;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(rr[0], MS_OK);
+  CHECK_EQ_INT(rr[1], MS_ERR_UNSUPPORTED);
+  for (r = 0; r < R; r++) ms_seq_destroy(s[r]);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dh);
   ms_cuda_destroy(cu);
 }

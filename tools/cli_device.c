@@ -144,7 +144,7 @@ const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
     if (p->dynatemp_range > 0.0f) return "--dynatemp-range";
     if (p->dry_multiplier != 0.0f) return "--dry-multiplier (DRY)";
     if (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f)
-      return "llamacpp penalties (a window over the history)";
+      return "llamacpp penalties that do not lead --samplers";
     if (p->typical_p >= 1.0f && p->min_tokens_to_keep <= 1)
       return "a llamacpp chain whose first stage is not --top-k 1..1024 (below the vocab), then only top-p, min-p, temperature";
   }

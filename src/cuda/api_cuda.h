@@ -83,9 +83,10 @@ typedef struct ms_cuda_desc {
   const char *cache_dir;    /* NULL: default (see ms_cuda_compile_opts); "" = no disk cache */
   int32_t topp;             /* top_p's threshold search: MS_CUDA_TOPP_DEFAULT ($MYSAMPLE_CUDA_TOPP = radix | bins,
                                else radix), MS_CUDA_TOPP_RADIX or MS_CUDA_TOPP_BINS (docs/CUDA.md) */
-  int32_t max_history;      /* tokens of each slot's prompt + output kept on the device for bad words and
-                               no_repeat_ngram (0 = 64): a bad word may have max_history + 1 ids; a
-                               no_repeat_ngram row fails with MS_ERR_CAPACITY once its sequence is longer */
+  int32_t max_history;      /* tokens of each slot's prompt + output kept on the device for bad words,
+                               no_repeat_ngram and llama.cpp's penalties (0 = 64): a bad word may have
+                               max_history + 1 ids; a no_repeat_ngram row fails with MS_ERR_CAPACITY once
+                               its sequence is longer, a llama.cpp row once its penalty window is */
 } ms_cuda_desc;
 
 /* ms_cuda_desc.topp. Both give the same tokens and distributions. RADIX:
@@ -127,8 +128,9 @@ typedef struct ms_cuda_out {
   float logprob;        /* its logprob in the row's mode (logprobs >= 0) */
   int32_t rank;         /* 1 + number of tokens with a strictly larger logprob */
   int32_t status;       /* an ms_result: MS_OK, MS_ERR_NAN_LOGIT, MS_ERR_INF_LOGIT,
-                           MS_ERR_ALL_MASKED, MS_ERR_CAPACITY (no_repeat_ngram on a sequence
-                           longer than max_history), or the host-side validation error */
+                           MS_ERR_ALL_MASKED, MS_ERR_CAPACITY (no_repeat_ngram, or llama.cpp's
+                           penalty window, reaching past max_history), or the host-side
+                           validation error */
   int32_t n_top;        /* entries written to the row's top list */
   int32_t greedy;       /* 1 when the row took the argmax */
   uint64_t seed;        /* the draw's seed and position */
@@ -171,10 +173,11 @@ typedef struct ms_cuda_batch {
    MS_ERR_NULL_ARGUMENT, MS_ERR_BAD_VOCAB, MS_ERR_INVALID_PARAM (n_rows,
    stride), MS_ERR_CAPACITY (lists larger than max_extra_words) or
    MS_ERR_DEVICE. Device errors (NaN, all masked, a no_repeat_ngram row
-   whose sequence outgrew max_history) appear in out->status once the
-   stream reaches them. Bad words, no_repeat_ngram and the length decay
-   read the row's slot (its history and output length); a row without a
-   slot has an empty sequence, as the CPU with seq == NULL.
+   or a llama.cpp penalty window reaching past max_history) appear in
+   out->status once the stream reaches them. Bad words, no_repeat_ngram,
+   the length decay and llama.cpp's penalties read the row's slot (its
+   history and output length); a row without a slot has an empty
+   sequence, as the CPU with seq == NULL.
    Thread safety: one call at a time per ms_cuda. */
 MSDEF ms_result ms_cuda_sample(ms_cuda *cu, void *stream, const ms_cuda_batch *batch);
 

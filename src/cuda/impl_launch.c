@@ -20,6 +20,7 @@
 #define MS__CUDA_F_NGRAM    65536  /* HF no_repeat_ngram */
 #define MS__CUDA_F_DECAY    131072 /* HF exponential length decay */
 #define MS__CUDA_F_BW_ALL   524288 /* bad words match prompt + output */
+#define MS__CUDA_F_LLPEN    1048576 /* llama.cpp penalties over a window of the slot's history */
 #define MS__CUDA_F_LLAMA    262144 /* llama.cpp: exactly top_k, then its list stages in ms_k_row */
 
 #define MS__CUDA_MAX_PARTS 32
@@ -58,7 +59,7 @@ typedef struct ms__cuda_row {
   int32_t bw_off, n_bw, ngram, decay_start;
   float decay_factor;
   float ll_top_p, ll_log_min_p, ll_temp;
-  int32_t ll_stages, ll_pad[4];
+  int32_t ll_stages, ll_last_n, ll_pen_off, ll_n_pen, ll_pad;
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -97,20 +98,25 @@ static const float ms__cuda_bias_clamp[4] = { 100.0f, 0.0f /* none */, 0.0f, 0.0
    reference): a chain whose first acting stage is top_k, with 1 <= k <=
    1024 and k < vocab, followed only by top_p, min_p and the temperature
    (typical, XTC, top-n-sigma, dynamic temperature, mirostat and
-   min_keep > 1 are refused; penalties and DRY act only on a row with a
-   slot, which is refused when they are set), or a chain whose
-   temperature is <= 0 (the argmax, as the CPU takes it). Returns 1 when
-   the row is taken, with *stages (2 bits per stage after top_k, from the
-   lowest: 1 top_p, 2 min_p, 3 temperature) and *greedy. */
-static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy) {
+   min_keep > 1 are refused), or a chain whose temperature is <= 0 (the
+   argmax, as the CPU takes it). Penalties (they act only on a row with a
+   slot) must lead the chain, as the CPU applies them to the whole row
+   only there; DRY is refused. Returns 1 when the row is taken, with
+   *stages (2 bits per stage after top_k, from the lowest: 1 top_p, 2
+   min_p, 3 temperature), *greedy and *pen (penalties to apply). */
+static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy, int *pen) {
   const char *order = p->samplers ? p->samplers : "edskypmxt", *q;
-  const int pen = slot >= 0 && p->penalty_last_n != 0 &&
-                  (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
   const int dry = slot >= 0 && p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_last_n != 0;
   int seen_k = 0, shift = 0;
   *stages = 0;
   *greedy = 0;
-  if (p->mirostat || p->dynatemp_range > 0.0f || pen || dry || p->top_n_sigma > 0.0f || p->typical_p < 1.0f ||
+  *pen = slot >= 0 && p->penalty_last_n != 0 &&
+         (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
+  if (*pen) {
+    for (q = order; *q == 'd'; q++) {}   /* the leading run of penalties and DRY */
+    if (*q != 'e') return 0;
+  }
+  if (p->mirostat || p->dynatemp_range > 0.0f || dry || p->top_n_sigma > 0.0f || p->typical_p < 1.0f ||
       (p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) || p->min_tokens_to_keep > 1)
     return 0;
   if (strchr(order, 't') && p->temperature <= 0.0f) { *greedy = 1; return 1; }
@@ -412,14 +418,14 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     ms__cuda_row *R = &rows[r];
     const ms_params *p = b->params[r];
     ms_result rc;
-    int prof, flags = 0, ll_greedy = 0;
+    int prof, flags = 0, ll_greedy = 0, ll_pen = 0;
     int32_t slot = b->slots ? b->slots[r] : -1, ll_stages = 0;
     float T;
     memset(R, 0, sizeof *R);
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f;
     rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
     if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
-    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy))
+    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen))
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
     if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
@@ -459,6 +465,16 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       R->ll_top_p = p->top_p; R->ll_log_min_p = p->min_p > 0.0f ? logf(p->min_p) : 0.0f;
       R->ll_temp = p->temperature; R->ll_stages = ll_stages;
       flags |= ll_greedy ? MS__CUDA_F_GREEDY : MS__CUDA_F_LLAMA;
+      if (ll_pen) {
+        /* room for the window's (token, count) pairs: ms_k_mask fills them
+           (a window longer than max_history or MS__CUDA_MAX_TOP fails
+           the row on the device with MS_ERR_CAPACITY) */
+        const int32_t w = cu->hist_cap < MS__CUDA_MAX_TOP ? cu->hist_cap : MS__CUDA_MAX_TOP;
+        if (used + 2 * (size_t)w > cap) return 0;
+        R->ll_last_n = p->penalty_last_n; R->ll_pen_off = (int32_t)used;
+        used += 2 * (size_t)w;
+        flags |= MS__CUDA_F_LLPEN;
+      }
     } else {
       /* vLLM raises 0 < T < 0.01 to 0.01 before its greedy test, so only
          T = 0 is greedy there (as ms_sample does) */
@@ -568,8 +584,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     }
     if (p->allowed_ids || p->token_bitmask || R->n_banned > 0 || (flags & (MS__CUDA_F_MINTOK | MS__CUDA_F_BADW | MS__CUDA_F_NGRAM)))
       flags |= MS__CUDA_F_MASK;
-    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_DECAY)) flags |= MS__CUDA_F_WORK;
-    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS)) *needs |= MS__CUDA_N_MASK;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_DECAY | MS__CUDA_F_LLPEN)) flags |= MS__CUDA_F_WORK;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_LLPEN)) *needs |= MS__CUDA_N_MASK;
     if (flags & MS__CUDA_F_LLAMA) {
       *needs |= MS__CUDA_N_TOPK | MS__CUDA_N_LIST | MS__CUDA_N_ROW;   /* the count passes, the list, the row's end */
     } else if (!(flags & MS__CUDA_F_GREEDY)) {

@@ -78,6 +78,7 @@ typedef unsigned long long u64;
 #define F_NGRAM    65536  /* HF no_repeat_ngram over the slot's prompt + output (ms_k_mask) */
 #define F_DECAY    131072 /* HF exponential length decay of the EOS logit (pointwise) */
 #define F_BW_ALL   524288 /* bad words match prompt + output (HF, llama.cpp), not the output only (vLLM) */
+#define F_LLPEN    1048576 /* llama.cpp penalties over the slot's last ll_last_n tokens (ms_k_mask lists them) */
 #define F_LLAMA    262144 /* llama.cpp: exactly top_k (ties by id) by the count passes, then its list
                              stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
 
@@ -101,7 +102,9 @@ struct Row {
   float decay_factor;     /* ... by |l| * (factor^(length - start) - 1) */
   float ll_top_p, ll_log_min_p, ll_temp;   /* F_LLAMA: the list's top_p, logf(min_p) (the host's), T */
   i32 ll_stages;          /* F_LLAMA: the stages after top_k, 2 bits each from the lowest: 1 top_p, 2 min_p, 3 T */
-  i32 ll_pad[4];
+  i32 ll_last_n;          /* F_LLPEN: the window (-1: the whole sequence), ... */
+  i32 ll_pen_off, ll_n_pen;   /* ... its (token, count) pairs in the blob, by token (ms_k_mask writes them) */
+  i32 ll_pad;
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -452,6 +455,20 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
       x = __fsub_rn(x, R.presence);
     }
   }
+  if (R.flags & F_LLPEN) {
+    /* llama.cpp: l <= 0 ? l * r : l / r, then l -= c * freq + present,
+       c the token's count in the window */
+    const i32 *pl = (const i32 *)A.blob + R.ll_pen_off;
+    i32 lo = 0, hi = R.ll_n_pen;
+    while (lo < hi) {
+      const i32 mid = (lo + hi) >> 1;
+      if (pl[2 * mid] < i) lo = mid + 1; else hi = mid;
+    }
+    if (lo < R.ll_n_pen && pl[2 * lo] == i) {
+      x = x <= 0.0f ? __fmul_rn(x, R.repetition) : __fdiv_rn(x, R.repetition);
+      x = __fsub_rn(x, __fadd_rn(__fmul_rn((float)pl[2 * lo + 1], R.frequency), R.presence));
+    }
+  }
   if (!biased) {
     u32 w = ((const u32 *)A.bias_bits)[wbase];
     if ((w >> (i & 31)) & 1u) x = add_bias((const i32 *)A.blob, R, i, x);
@@ -481,7 +498,7 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
   const i32 flags = R.flags;   /* a register: the work-row stores could alias R */
-  const int pw = flags & (F_MASK | F_BIAS | F_PEN | F_DECAY);
+  const int pw = flags & (F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN);
   const int lse = flags & F_RAW_LSE, store = flags & F_WORK;
   float m = ms_neg_inf(), mr = ms_neg_inf(), sr = 0.0f;
   i32 am = 0x7fffffff, fl = 0;
@@ -764,21 +781,55 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
   const Row *rows = (const Row *)A.blob;
   const Row &R = rows[r];
   const i32 flags = R.flags;
-  if (!(flags & (F_MASK | F_BIAS))) return;
+  if (!(flags & (F_MASK | F_BIAS | F_LLPEN))) return;
   const i32 *blob = (const i32 *)A.blob;
-  /* the slot's history (bad words, no_repeat_ngram; the host sets those
-     flags only for rows with a slot and a history) */
-  const i32 *h = (flags & (F_BADW | F_NGRAM)) ? slot_hist(A.hist, A.hist_cap, R.slot) : (const i32 *)0;
+  /* the slot's history (bad words, no_repeat_ngram, llama.cpp's penalties;
+     the host sets those flags only for rows with a slot and a history) */
+  const i32 *h = (flags & (F_BADW | F_NGRAM | F_LLPEN)) ? slot_hist(A.hist, A.hist_cap, R.slot) : (const i32 *)0;
   const i32 n_out = h ? ((const i32 *)A.seq_len)[R.slot] : 0;
   const i32 total = h ? h[0] + n_out : 0;   /* prompt + output */
-  if ((flags & F_NGRAM) && total + 1 >= R.ngram && total > A.hist_cap) {
-    /* no_repeat_ngram scans the whole history, and the ring lost its
-       start: the row fails rather than miss a ban */
+  const i32 win = (flags & F_LLPEN) ? ((R.ll_last_n < 0 || R.ll_last_n >= total) ? total : R.ll_last_n) : 0;
+  if (((flags & F_NGRAM) && total + 1 >= R.ngram && total > A.hist_cap) || win > min(A.hist_cap, MS_CAND)) {
+    /* no_repeat_ngram scans the whole history, llama.cpp's penalties
+       their window (at most MS_CAND tokens here), and the ring lost part
+       of it: the row fails rather than miss a ban or a penalty */
     if (threadIdx.x == 0) {
       ((Row *)A.blob)[r].status = ST_CAPACITY;   /* the later kernels skip the row */
       put_result(A, R, r, -1, ST_CAPACITY, 0.0f, 0, 0, 0, row_pos(A, R), 0);
     }
     return;
+  }
+  if (flags & F_LLPEN) {
+    /* llama.cpp's penalties: the window's distinct tokens with their
+       counts, by token, into the row's pairs (pointwise reads them) */
+    __shared__ i32 s_wt[MS_CAND], s_st[MS_CAND];
+    const i32 cap = A.hist_cap, tid = threadIdx.x;
+    for (i32 j = tid; j < win; j += blockDim.x) s_wt[j] = h[1 + (total - win + j) % cap];
+    __syncthreads();
+    for (i32 j = tid; j < win; j += blockDim.x) {
+      const i32 t = s_wt[j];
+      i32 at = 0;
+      for (i32 q = 0; q < win; q++) at += s_wt[q] < t || (s_wt[q] == t && q < j);
+      s_st[at] = t;
+    }
+    __syncthreads();
+    i32 *pl = (i32 *)A.blob + R.ll_pen_off;
+    u32 n_runs = 0u;
+    for (i32 base = 0; base < win; base += blockDim.x) {   /* (win is the same in every thread) */
+      const i32 j = base + tid;
+      const u32 start = (j < win && (j == 0 || s_st[j] != s_st[j - 1])) ? 1u : 0u;
+      u32 tot;
+      const u32 at = bscan_excl(start, &tot);
+      if (start) {
+        i32 e = j + 1;
+        while (e < win && s_st[e] == s_st[j]) e++;
+        pl[2 * (n_runs + at)] = s_st[j];
+        pl[2 * (n_runs + at) + 1] = e - j;
+      }
+      n_runs += tot;
+    }
+    if (tid == 0) ((Row *)A.blob)[r].ll_n_pen = (i32)n_runs;
+    if (!(flags & (F_MASK | F_BIAS))) return;
   }
   u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)A.words;   /* rows are max_vocab's words apart */
   u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)A.words;
