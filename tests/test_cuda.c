@@ -1585,8 +1585,8 @@ static void test_gpu_stage_order_per_profile(void) {
 
 /* ---- the llama.cpp profile -------------------------------------------------------
    Rows of the llamacpp profile the kernels take (docs/CUDA.md): top_k of
-   1 to 1024 first, then top_p, min_p and the temperature in the orders
-   `samplers` gives, on rows with many exact ties (bfloat16, steps of 0.5,
+   1 to 1024 first, then top_p, min_p, typical, XTC and the temperature
+   (plain or dynamic) in the orders `samplers` gives, min_keep 0-5, on rows with many exact ties (bfloat16, steps of 0.5,
    all equal: top_k's cut inside a tie keeps the lowest ids), masks, bias,
    min_p above 1, top_p at 0, T <= 0 (the argmax), and raw and processed
    logprobs, against ms_probs / ms_sample; then rows with a slot (bad words
@@ -1594,7 +1594,8 @@ static void test_gpu_stage_order_per_profile(void) {
    MS_ERR_UNSUPPORTED while the other rows are sampled. */
 static void test_gpu_llamacpp_matches_cpu(void) {
   enum { R = 8, VMAX = 5000 };
-  static const char *const orders[] = { NULL, "kpmt", "kmpt", "ktpm", "ktmp", "kt", "kp", "km", "k", "edskypmxt", "kxpyt" };
+  static const char *const orders[] = { NULL, "kpmt", "kmpt", "ktpm", "ktmp", "kt", "kp", "km", "k", "edskypmxt", "kxpyt",
+                                        "kyxt", "kmyxpt", "kty", "ekxtmy" };
   static const int32_t ks[] = { 1, 2, 5, 40, 40, 100, 1024 };
   static const int vocabs[] = { 7, 300, 1100, VMAX };
   static float x[R * VMAX], probs[R * VMAX], cprobs[VMAX];
@@ -1624,6 +1625,10 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       if (t_rand(8) == 0) p.top_p = 0.0f;
       if (t_rand(3) == 0) p.min_p = (float)(t_unif() * 0.3);
       if (t_rand(10) == 0) p.min_p = 1.5f;   /* keeps the first maximum */
+      if (t_rand(4) == 0) p.typical_p = (float)(0.3 + 0.69 * t_unif());
+      if (t_rand(5) == 0) { p.xtc_probability = (float)(0.3 + 0.7 * t_unif()); p.xtc_threshold = (float)(0.01 + 0.3 * t_unif()); }
+      if (t_rand(5) == 0) { p.dynatemp_range = (float)(0.1 + 0.9 * t_unif()); p.dynatemp_exponent = (float)(0.5 + 1.5 * t_unif()); }
+      if (t_rand(5) == 0) p.min_tokens_to_keep = (int32_t)t_rand(6);
       p.temperature = t_rand(6) == 0 ? 0.0f : (float)(0.2 + 1.5 * t_unif());
       p.seed = 40u + (uint64_t)it * 97u + (uint64_t)r; p.has_seed = 1;
       if (t_rand(4) == 0) { for (i = 0; i < 40; i++) allowed[r][i] = (int32_t)t_rand((uint32_t)V); p.allowed_ids = allowed[r]; p.n_allowed_ids = 40; }
@@ -1664,11 +1669,35 @@ static void test_gpu_llamacpp_matches_cpu(void) {
   CHECK_EQ_INT(bad, 0);
 
   {
-    /* the boundaries, exactly: top_p reached exactly by the running sum
-       (two equal logits, p = 0.5: one kept), min_p = 1 with three tied
-       maxima (all three kept), and each after the temperature */
+    /* the boundaries, exactly: min_keep against each stage; then top_p
+       reached exactly by the running sum (two equal logits, p = 0.5: one
+       kept), min_p = 1 with three tied maxima (all three kept), and each
+       after the temperature */
     const int V = 16;
     int kept[R];
+    for (r = 0; r < R; r++) pp[r] = &ps[r];
+    /* min_keep = 4 holding top_p (row 0), typical (1), XTC (2: it would
+       leave one of five) and min_p (3) back */
+    for (r = 0; r < 4; r++) {
+      float *xr = x + r * V;
+      for (i = 0; i < V; i++) xr[i] = 3.0f - 0.4f * (float)i;
+      ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+      ps[r].top_k = 5; ps[r].seed = 21u + (uint64_t)r; ps[r].has_seed = 1; ps[r].min_tokens_to_keep = 4;
+      ps[r].top_p = r == 0 ? 0.05f : 1.0f;
+      ps[r].min_p = r == 3 ? 0.9f : 0.0f;
+      if (r == 1) ps[r].typical_p = 0.05f;
+      if (r == 2) { ps[r].xtc_probability = 1.0f; ps[r].xtc_threshold = 0.01f; }
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
+    for (r = 0; r < 4; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      int k2 = 0;
+      for (i = 0; i < V; i++) k2 += probs[r * V + i] > 0.0f;
+      CHECK(!t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 16, 16, cprobs, ctop, &o, &crc, &e));
+      CHECK_EQ_INT(k2, r == 2 ? 5 : 4);
+    }
     for (r = 0; r < R; r++) {
       float *xr = x + r * V;
       for (i = 0; i < V; i++) xr[i] = -40.0f - 0.1f * (float)i;   /* weights under 1e-18: p = 0.5 exactly */
@@ -1680,7 +1709,6 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       ps[r].top_p = r < 4 ? 0.5f : 1.0f;
       ps[r].min_p = r < 4 ? 0.0f : 1.0f;
       ps[r].temperature = (r & 2) ? 0.7f : 1.0f;
-      pp[r] = &ps[r];
     }
     t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
     for (r = 0; r < R; r++) {
@@ -1700,11 +1728,11 @@ static void test_gpu_llamacpp_matches_cpu(void) {
     ms_cuda_batch b;
     const int V = 300;
     for (r = 0; r < R; r++) { ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP); ps[r].seed = 5; ps[r].has_seed = 1; pp[r] = &ps[r]; }
-    ps[0].typical_p = 0.9f;
+    ps[0].typical_p = 0.9f; ps[0].samplers = "ykpt";   /* typical on the whole row */
     ps[1].top_k = 0;                       /* the list would be the whole row */
     ps[2].samplers = "tkpm";               /* the temperature before top_k */
     ps[3].mirostat = 2;
-    ps[4].xtc_probability = 0.5f; ps[4].xtc_threshold = 0.1f;
+    ps[4].samplers = "pkmt";               /* top_p on the whole row */
     ps[5].top_k = 1025;
     ps[6].top_n_sigma = 1.0f;
     /* row 7: the defaults, sampled */

@@ -26,8 +26,9 @@ ms_result ms_cli_gpu_begin_row(ms_cli_gpu *g, const float *row, const int32_t *p
    when the GPU path refuses p); a row error the device found (NaN, all
    masked) comes back as the return too, after the copy back. sample:
    out->token, logprob, rank, n_top, top[] (up to out->top_capacity), greedy;
-   accept appends the token to the slot on the device. */
-ms_result ms_cli_gpu_probs(ms_cli_gpu *g, const ms_params *p, float *probs);
+   accept appends the token to the slot on the device. seed and position
+   are the CPU sequence's (the draw's, and XTC's coin in probs). */
+ms_result ms_cli_gpu_probs(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, float *probs);
 ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept, ms_output *out);
 /* The name of what in p the GPU path does not implement (for the message
    after MS_ERR_UNSUPPORTED), or a generic phrase. */

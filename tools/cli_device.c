@@ -127,8 +127,8 @@ static ms_result ms__cli_gpu_run(ms_cli_gpu *g, const ms_params *p, uint64_t see
   return MS_OK;
 }
 
-ms_result ms_cli_gpu_probs(ms_cli_gpu *g, const ms_params *p, float *probs) {
-  return ms__cli_gpu_run(g, p, p->seed, 0, 0, probs, NULL);
+ms_result ms_cli_gpu_probs(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, float *probs) {
+  return ms__cli_gpu_run(g, p, seed, position, 0, probs, NULL);
 }
 
 ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept, ms_output *out) {
@@ -140,13 +140,10 @@ const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
   if (p->profile == MS_PROFILE_LLAMACPP) {
     if (p->mirostat) return "--mirostat";
     if (p->top_n_sigma > 0.0f) return "--top-n-sigma";
-    if (p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) return "--xtc-probability";
-    if (p->dynatemp_range > 0.0f) return "--dynatemp-range";
     if (p->dry_multiplier != 0.0f) return "--dry-multiplier (DRY)";
     if (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f)
       return "llamacpp penalties that do not lead --samplers";
-    if (p->typical_p >= 1.0f && p->min_tokens_to_keep <= 1)
-      return "a llamacpp chain whose first stage is not --top-k 1..1024 (below the vocab), then only top-p, min-p, temperature";
+    return "a llamacpp chain whose first acting stage is not --top-k 1..1024 (below the vocab)";
   }
   if (p->epsilon_cutoff > 0.0f) return "--epsilon";
   if (p->eta_cutoff > 0.0f) return "--eta";

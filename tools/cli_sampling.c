@@ -393,7 +393,9 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
     if (gpu && (res = ms_cli_gpu_begin_row(gpu, row, o.prompt, o.n_prompt, o.output, o.n_output)) != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
     if (!strcmp(cmd, "probs")) {
       int first = 1;
-      res = gpu ? ms_cli_gpu_probs(gpu, &o.p, probs) : ms_probs(s, row, o.vocab, &o.p, seq, probs);
+      /* the sequence's seed and position: XTC's coin reads them */
+      res = gpu ? ms_cli_gpu_probs(gpu, &o.p, ms_seq_seed(seq), ms_seq_position(seq), probs)
+                : ms_probs(s, row, o.vocab, &o.p, seq, probs);
       if (res != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
       printf("{\"row\": %d, \"probs\": {", (int)r);
       for (i = 0; i < o.vocab; i++) if (probs[i] > 0.0f) { printf(first ? "\"%d\": " : ", \"%d\": ", (int)i); put_float(probs[i]); first = 0; }

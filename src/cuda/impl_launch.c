@@ -48,7 +48,7 @@
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
 
-/* Packed row parameters: struct Row in kernels.cu (160 bytes). Offsets are
+/* Packed row parameters: struct Row in kernels.cu (192 bytes). Offsets are
    in 4-byte words from the start of the parameter blob. */
 typedef struct ms__cuda_row {
   uint64_t seed, position;
@@ -59,7 +59,9 @@ typedef struct ms__cuda_row {
   int32_t bw_off, n_bw, ngram, decay_start;
   float decay_factor;
   float ll_top_p, ll_log_min_p, ll_temp;
-  int32_t ll_stages, ll_last_n, ll_pen_off, ll_n_pen, ll_pad;
+  int32_t ll_stages, ll_last_n, ll_pen_off, ll_n_pen;
+  float ll_typical, ll_xtc_p, ll_xtc_t, ll_dyn_range, ll_dyn_exp;
+  int32_t ll_min_keep, ll_pad[3];
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -81,7 +83,7 @@ typedef struct ms__cuda_seq_args {
 } ms__cuda_seq_args;
 
 /* Layout checks (a negative array size fails the build). */
-typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 160) ? 1 : -1];
+typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 192) ? 1 : -1];
 typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 176) ? 1 : -1];
 typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 72) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
@@ -96,17 +98,19 @@ static const float ms__cuda_bias_clamp[4] = { 100.0f, 0.0f /* none */, 0.0f, 0.0
 
 /* The llama.cpp rows the kernels take (src/impl_chain.c is the
    reference): a chain whose first acting stage is top_k, with 1 <= k <=
-   1024 and k < vocab, followed only by top_p, min_p and the temperature
-   (typical, XTC, top-n-sigma, dynamic temperature, mirostat and
-   min_keep > 1 are refused), or a chain whose temperature is <= 0 (the
-   argmax, as the CPU takes it). Penalties (they act only on a row with a
-   slot) must lead the chain, as the CPU applies them to the whole row
-   only there; DRY is refused. Returns 1 when the row is taken, with
-   *stages (2 bits per stage after top_k, from the lowest: 1 top_p, 2
-   min_p, 3 temperature), *greedy and *pen (penalties to apply). */
+   1024 and k < vocab, followed by any of top_p, min_p, typical, XTC and
+   the temperature (plain or dynamic), or a chain whose temperature is <=
+   0 with no typical or XTC before it (the argmax, as the CPU takes it).
+   Penalties (they act only on a row with a slot) must lead the chain, as
+   the CPU applies them to the whole row only there. Refused: mirostat,
+   top-n-sigma, and DRY on a row with a slot. Returns 1 when the row is
+   taken, with *stages (3 bits per stage after top_k, from the lowest: 1
+   top_p, 2 min_p, 3 temperature, 4 typical, 5 XTC), *greedy and *pen
+   (penalties to apply). */
 static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy, int *pen) {
   const char *order = p->samplers ? p->samplers : "edskypmxt", *q;
   const int dry = slot >= 0 && p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_last_n != 0;
+  const int typ = p->typical_p < 1.0f, xtc = p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f;
   int seen_k = 0, shift = 0;
   *stages = 0;
   *greedy = 0;
@@ -116,20 +120,25 @@ static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int3
     for (q = order; *q == 'd'; q++) {}   /* the leading run of penalties and DRY */
     if (*q != 'e') return 0;
   }
-  if (p->mirostat || p->dynatemp_range > 0.0f || dry || p->top_n_sigma > 0.0f || p->typical_p < 1.0f ||
-      (p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f) || p->min_tokens_to_keep > 1)
-    return 0;
-  if (strchr(order, 't') && p->temperature <= 0.0f) { *greedy = 1; return 1; }
+  if (p->mirostat || dry || p->top_n_sigma > 0.0f) return 0;
+  if (strchr(order, 't') && p->temperature <= 0.0f && p->dynatemp_range <= 0.0f) {
+    /* the argmax, unless typical or XTC (which can drop the maximum) come first */
+    for (q = order; *q && *q != 't'; q++)
+      if ((*q == 'y' && typ) || (*q == 'x' && xtc)) break;
+    if (*q == 't') { *greedy = 1; return 1; }
+  }
   for (q = order; *q; q++) {
     int code = 0;
     if (*q == 'k' && p->top_k > 0) { seen_k = 1; continue; }
     if (*q == 'p' && p->top_p < 1.0f) code = 1;
     else if (*q == 'm' && p->min_p > 0.0f) code = 2;
     else if (*q == 't') code = 3;
+    else if (*q == 'y' && typ) code = 4;
+    else if (*q == 'x' && xtc) code = 5;
     else continue;   /* a stage that does nothing with these parameters */
     if (!seen_k) return 0;   /* the list would be unbounded */
     *stages |= code << shift;
-    shift += 2;
+    shift += 3;
   }
   return seen_k && p->top_k <= MS__CUDA_MAX_TOP && p->top_k < V;
 }
@@ -428,8 +437,9 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen))
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
-    if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->min_tokens_to_keep > 1 ||
-                        p->typical_p < 1.0f || p->hook_stage != MS_HOOK_OFF || p->budget_tokens >= 0))
+    if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->hook_stage != MS_HOOK_OFF ||
+                        p->budget_tokens >= 0 ||
+                        (p->profile != MS_PROFILE_LLAMACPP && (p->min_tokens_to_keep > 1 || p->typical_p < 1.0f))))
       rc = MS_ERR_UNSUPPORTED;
     /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
     if (rc == MS_OK && b->top && p->logprobs > MS__CUDA_MAX_TOP && b->top_stride > MS__CUDA_MAX_TOP) rc = MS_ERR_UNSUPPORTED;
@@ -464,6 +474,9 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       R->top_p = 1.0f; R->min_p = 0.0f; R->inv_temp = 1.0f;
       R->ll_top_p = p->top_p; R->ll_log_min_p = p->min_p > 0.0f ? logf(p->min_p) : 0.0f;
       R->ll_temp = p->temperature; R->ll_stages = ll_stages;
+      R->ll_typical = p->typical_p; R->ll_xtc_p = p->xtc_probability; R->ll_xtc_t = p->xtc_threshold;
+      R->ll_dyn_range = p->dynatemp_range; R->ll_dyn_exp = p->dynatemp_exponent;
+      R->ll_min_keep = p->min_tokens_to_keep > 0 ? p->min_tokens_to_keep : 0;
       flags |= ll_greedy ? MS__CUDA_F_GREEDY : MS__CUDA_F_LLAMA;
       if (ll_pen) {
         /* room for the window's (token, count) pairs: ms_k_mask fills them

@@ -88,7 +88,7 @@ typedef unsigned long long u64;
 #define ST_ALL_MASKED 7
 #define ST_CAPACITY 10   /* no_repeat_ngram: the history is longer than the device keeps (max_history) */
 
-/* Packed row parameters (160 bytes): ms__cuda_row in api_cuda.h. Offsets
+/* Packed row parameters (192 bytes): ms__cuda_row in api_cuda.h. Offsets
    count 4-byte words from the start of the parameter blob. */
 struct Row {
   u64 seed, position;
@@ -101,10 +101,14 @@ struct Row {
   i32 decay_start;        /* F_DECAY: the output length after which EOS's logit grows ... */
   float decay_factor;     /* ... by |l| * (factor^(length - start) - 1) */
   float ll_top_p, ll_log_min_p, ll_temp;   /* F_LLAMA: the list's top_p, logf(min_p) (the host's), T */
-  i32 ll_stages;          /* F_LLAMA: the stages after top_k, 2 bits each from the lowest: 1 top_p, 2 min_p, 3 T */
+  i32 ll_stages;          /* F_LLAMA: the stages after top_k, 3 bits each from the lowest: 1 top_p, 2 min_p,
+                             3 temperature, 4 typical, 5 XTC */
   i32 ll_last_n;          /* F_LLPEN: the window (-1: the whole sequence), ... */
   i32 ll_pen_off, ll_n_pen;   /* ... its (token, count) pairs in the blob, by token (ms_k_mask writes them) */
-  i32 ll_pad;
+  float ll_typical, ll_xtc_p, ll_xtc_t;    /* F_LLAMA: typical's mass, XTC's probability and threshold, ... */
+  float ll_dyn_range, ll_dyn_exp;          /* ... dynamic temperature (range > 0), ... */
+  i32 ll_min_keep;                         /* ... and min_keep */
+  i32 ll_pad[3];
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -1671,28 +1675,116 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
   }
   __syncthreads();
   if (tid == 0) {
-    i32 n = min(n_g, K);   /* (llama.cpp's size, the list with its -inf entries, matters only to min_keep > 1) */
-    for (i32 code = R.ll_stages; code; code >>= 2) {
-      const i32 st = code & 3;
+    /* the list: values s_v, ids s_i, n of them; size is llama.cpp's array
+       size (the list with its -inf entries), which min_keep, XTC and the
+       dynamic temperature read */
+    i32 n = min(n_g, K), size = K;
+    const i32 mk = R.ll_min_keep;
+    for (i32 code = R.ll_stages; code; code >>= 3) {
+      const i32 st = code & 7;
       if (st == 1 && n > 0) {
         /* top_p: the first prefix whose float running sum of the float
-           softmax reaches p */
+           softmax reaches p, at least min_keep */
         const float z = (float)list_weights(s_v, s_e, n);
         float cum = 0.0f;
-        for (i32 i = 0; i < n; i++) {
+        i32 i;
+        for (i = 0; i < n; i++) {
           cum = __fadd_rn(cum, __fdiv_rn(s_e[i], z));
-          if (cum >= R.ll_top_p) { n = i + 1; break; }
+          if (cum >= R.ll_top_p && i + 1 >= mk) { n = i + 1; size = i + 1; break; }
         }
+        if (i == n && cum >= R.ll_top_p && mk > n && mk < size) size = mk;
       } else if (st == 2 && n > 0) {
-        /* min_p: logits >= max + ln(min_p), at least one */
+        /* min_p: logits >= max + ln(min_p), at least min_keep, at least one */
         const float cut = __fadd_rn(s_v[0], R.ll_log_min_p);
         i32 c = 0;
         while (c < n && s_v[c] >= cut) c++;
-        if (n > max(c, 1)) n = max(c, 1);
+        i32 kept = max(c, min(mk, size));
+        if (kept < 1) kept = 1;
+        if (n > kept) n = kept;
+        size = kept;
       } else if (st == 3) {
-        /* the temperature: T <= 0 keeps the first */
-        if (R.ll_temp <= 0.0f) { if (n > 1) n = 1; }
-        else for (i32 i = 0; i < n; i++) s_v[i] = __fdiv_rn(s_v[i], R.ll_temp);
+        /* the temperature (T <= 0 keeps the first), or the dynamic one:
+           T scaled by the list's entropy relative to the uniform over size */
+        float T = R.ll_temp;
+        int apply = 1;
+        if (R.ll_dyn_range > 0.0f) {
+          if (size <= 1) apply = 0;
+          else {
+            const float lo = fmaxf(__fsub_rn(T, R.ll_dyn_range), 0.0f), hi = __fadd_rn(T, R.ll_dyn_range);
+            const float hmax = -logf(__fdiv_rn(1.0f, (float)size));
+            float h = 0.0f;
+            if (n > 0) {
+              const double z = (double)(float)list_weights(s_v, s_e, n);
+              if (z > 0.0) {
+                double mass = 0.0, wd = 0.0;
+                for (i32 i = 0; i < n; i++) {
+                  const float pi = __fdiv_rn(s_e[i], (float)z);
+                  if (pi >= 1.40129846e-45f) { mass += (double)pi; wd += (double)__fmul_rn(pi, __fsub_rn(s_v[i], s_v[0])); }
+                }
+                h = (float)(log(z) * mass - wd);
+              }
+            }
+            T = __fadd_rn(lo, __fmul_rn(__fsub_rn(hi, lo), powf(__fdiv_rn(h, hmax), R.ll_dyn_exp)));
+          }
+        }
+        if (apply) {
+          if (T <= 0.0f) { if (n > 1) n = 1; }
+          else for (i32 i = 0; i < n; i++) s_v[i] = __fdiv_rn(s_v[i], T);
+        }
+      } else if (st == 4 && n > 0) {
+        /* typical: tokens by ascending |E_p[l] - l| (a merge outward from
+           the minimum along the sorted list) until the mass exceeds p, at
+           least min_keep; they are a contiguous run of the list */
+        const float z = (float)list_weights(s_v, s_e, n);
+        double el = 0.0, pz = 0.0;
+        for (i32 i = 0; i < n; i++) { s_e[i] = __fdiv_rn(s_e[i], z); el += (double)s_e[i] * (double)s_v[i]; pz += (double)s_e[i]; }
+        el /= pz;
+        float *sc = (float *)gk;   /* the gather's scratch is free */
+        i32 lo = 0;
+        for (i32 i = 0; i < n; i++) sc[i] = s_e[i] > 0.0f ? (float)fabs(el - (double)s_v[i]) : ms_pos_inf();
+        for (i32 i = 1; i < n; i++) if (sc[i] < sc[lo]) lo = i;
+        i32 a = lo, b = lo, kept = -1;
+        float cum = 0.0f;
+        for (i32 i = 0; i < n; i++) {
+          i32 j;
+          if (i == 0) { j = lo; b = lo + 1; }
+          else if (a > 0 && (b == n || sc[a - 1] <= sc[b])) j = --a;   /* equal scores: the likelier first */
+          else j = b++;
+          cum = __fadd_rn(cum, s_e[j]);
+          if (cum > R.ll_typical && (mk == 0 || i >= mk - 1)) { kept = i + 1; break; }
+        }
+        if (kept >= 0) {
+          const i32 hi = b;
+          lo = a;
+          if (lo > 0 && s_v[lo - 1] == s_v[lo]) {
+            /* the cut split a run of equal logits reached from below: the
+               kept part of the run takes the run's lowest ids */
+            i32 r0 = lo, r1 = lo;
+            i32 *tmp = gi;
+            while (r0 > 0 && s_v[r0 - 1] == s_v[lo]) r0--;
+            while (r1 + 1 < hi && s_v[r1 + 1] == s_v[lo]) r1++;
+            const i32 shift = r1 - lo + 1;
+            for (i32 j = r0; j <= r1; j++) tmp[j - r0] = s_i[j];
+            for (i32 j = 0; j <= r1 - r0; j++) s_i[j < shift ? lo + j : r0 + j - shift] = tmp[j];
+          }
+          if (lo > 0) for (i32 j = 0; j < hi - lo; j++) { s_v[j] = s_v[lo + j]; s_i[j] = s_i[lo + j]; }
+          n = hi - lo;
+          size = kept;
+        }
+      } else if (st == 5 && size >= 2) {
+        /* XTC: with probability p, every token with p >= threshold but the
+           least likely of them goes, if min_keep are left */
+        const float coin = (float)ms_uniform_dev(R.seed, pos, 1u);
+        if (!(coin > R.ll_xtc_p) && n > 0) {
+          const float z = (float)list_weights(s_v, s_e, n);
+          i32 last = 0;
+          for (i32 i = 0; i < n && __fdiv_rn(s_e[i], z) >= R.ll_xtc_t; i++) last = i;
+          if (last > 0 && size - last >= mk) {
+            for (i32 j = 0; j < n - last; j++) { s_v[j] = s_v[last + j]; s_i[j] = s_i[last + j]; }
+            n -= last;
+            size -= last;
+          }
+        }
       }
     }
     /* the weights relative to the list's first (its maximum), the draw in
