@@ -1613,6 +1613,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
 /* e[i] = exp(v[i] - v[0]) for i < n (one thread), and their sum: llama.cpp's
    list weights relative to its first (largest) value. Not inlined: two
    callers, and the exp polynomial once is a shorter compile. */
+/* Not inlined for the same reason: three callers in ms_k_list. */
+__device__ __noinline__ double list_log(double x) { return log(x); }
+
 __device__ __noinline__ double list_weights(const float *v, float *e, i32 n) {
   double z = 0.0;
   for (i32 i = 0; i < n; i++) { e[i] = ms_expf_dev(__fsub_rn(v[i], v[0])); z += (double)e[i]; }
@@ -1721,7 +1724,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
                   const float pi = __fdiv_rn(s_e[i], (float)z);
                   if (pi >= 1.40129846e-45f) { mass += (double)pi; wd += (double)__fmul_rn(pi, __fsub_rn(s_v[i], s_v[0])); }
                 }
-                h = (float)(log(z) * mass - wd);
+                h = (float)(list_log(z) * mass - wd);
               }
             }
             T = __fadd_rn(lo, __fmul_rn(__fsub_rn(hi, lo), powf(__fdiv_rn(h, hmax), R.ll_dyn_exp)));
@@ -1819,8 +1822,8 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
   if (tid == 0) { Q->ll_token = pick >= 0 ? s_i[pick] : -1; Q->ll_lp = 0.0f; Q->ll_rank = 0; Q->ll_ntop = 0; }
   if (lp_proc && pick >= 0) {
     /* the list's logprobs (into s_v, which the weights replaced) */
-    const double logz = log(z);
-    for (i32 i = tid; i < n; i += blockDim.x) s_v[i] = s_e[i] > 0.0f ? (float)(log((double)s_e[i]) - logz) : ms_neg_inf();
+    const double logz = list_log(z);
+    for (i32 i = tid; i < n; i += blockDim.x) s_v[i] = s_e[i] > 0.0f ? (float)(list_log((double)s_e[i]) - logz) : ms_neg_inf();
     __syncthreads();
     const float ep = s_e[pick];
     if (tid == 0) {
