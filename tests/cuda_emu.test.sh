@@ -51,7 +51,7 @@ variant() {
 
 # a one-SM device: every batch of more than 6 rows runs its passes with
 # one block per row (G = 1, as large batches do on a GPU)
-for t in features batch_invariance draws_match logprobs_match greedy_batch; do
+for t in features batch_invariance draws_match logprobs_match greedy_batch llamacpp_matches history; do
   variant 1sm $t MYSAMPLE_CUDA_EMU_SMS=1
 done
 

@@ -1677,12 +1677,13 @@ static void test_gpu_llamacpp_matches_cpu(void) {
     int kept[R];
     for (r = 0; r < R; r++) pp[r] = &ps[r];
     /* min_keep = 4 holding top_p (row 0), typical (1), XTC (2: it would
-       leave one of five) and min_p (3) back */
-    for (r = 0; r < 4; r++) {
+       leave one of five) and min_p (3) back; rows 4-7 plain */
+    for (r = 0; r < R; r++) {
       float *xr = x + r * V;
       for (i = 0; i < V; i++) xr[i] = 3.0f - 0.4f * (float)i;
       ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP);
       ps[r].top_k = 5; ps[r].seed = 21u + (uint64_t)r; ps[r].has_seed = 1; ps[r].min_tokens_to_keep = 4;
+      if (r >= 4) continue;
       ps[r].top_p = r == 0 ? 0.05f : 1.0f;
       ps[r].min_p = r == 3 ? 0.9f : 0.0f;
       if (r == 1) ps[r].typical_p = 0.05f;
