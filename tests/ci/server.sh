@@ -138,11 +138,12 @@ else
   # --cuda where no driver can be loaded: a message, then the CPU
   if MYSAMPLE_CUDA_DRIVER_PATH=/nonexistent/libcuda.so.1 start nogpu --cuda --slots 2; then
     h=$(curl -sS --max-time 20 "http://127.0.0.1:$PORT/health" 2>/dev/null)
-    r=$(curl -sS --max-time 20 -H 'Content-Type: application/json' -d '{"model":"'$MODEL'","prompt":"The cat","max_tokens":5}' \
+    # (ignore_eos and a seed: an unseeded draw of EOS within 5 tokens once failed this check)
+    r=$(curl -sS --max-time 20 -H 'Content-Type: application/json' -d '{"model":"'$MODEL'","prompt":"The cat","max_tokens":5,"ignore_eos":true,"seed":1}' \
         "http://127.0.0.1:$PORT/v1/completions" 2>/dev/null)
     if [[ $h == *'"sampler":"cpu"'* && $r == *'"completion_tokens":5'* ]] && grep -q -- '--cuda: .*nonexistent.*sampling on the CPU' "$tmp/nogpu.log"; then
       ok cuda_fallback_without_driver
-    else ko cuda_fallback_without_driver "$h $(cat "$tmp/nogpu.log")"; fi
+    else ko cuda_fallback_without_driver "$h $r $(cat "$tmp/nogpu.log")"; fi
   else ko start_nogpu; fi
 
   # a checkpoint that does not match its header is refused at start-up
