@@ -1762,21 +1762,22 @@ static void test_gpu_llamacpp_matches_cpu(void) {
    frequency, presence: ms_k_mask lists the window's counts); row 2 the
    same over the whole sequence (penalty_last_n -1) on a sampler that
    keeps 16 tokens of history, so the device fails the row with
-   MS_ERR_CAPACITY once the sequence is longer. Then penalties that do not
+   MS_ERR_CAPACITY once the sequence is longer; row 3 row 1's penalties at
+   T = 0 (the argmax of the penalised row). Then penalties that do not
    lead the chain (applied to the top_k list on the CPU) are refused. */
 static void test_gpu_llamacpp_slots(void) {
-  enum { V = 64, R = 3 };
+  enum { V = 64, R = 4 };
   static int32_t w[] = { 3, 9, 7, 9, 4, 3 }, wl[] = { 2, 1, 3 }, prompt[2] = { 3, 9 };
   ms_cuda *cu = NULL;
   ms_cuda_desc d;
   ms_params ps[R];
   const ms_params *pp[R];
-  int32_t slots[R] = { 0, 1, 2 }, tok[R];
+  int32_t slots[R] = { 0, 1, 2, 3 }, tok[R];
   ms_cuda_out out[R];
   ms_result rr[R];
   float x[R * V];
   void *dl = NULL, *dt = NULL, *dout = NULL, *dh = NULL;
-  ms_seq *s[R] = { NULL, NULL, NULL };
+  ms_seq *s[R] = { NULL, NULL, NULL, NULL };
   ms_cuda_batch b;
   int step, i, r, same = 0, cap_seen = 0;
   if (!t_gpu()) SKIP(t_why);
@@ -1796,6 +1797,7 @@ static void test_gpu_llamacpp_slots(void) {
   ps[0].min_tokens = 3;
   ps[1].repetition_penalty = 1.5f; ps[1].frequency_penalty = 0.3f; ps[1].presence_penalty = 0.2f; ps[1].penalty_last_n = 6;
   ps[2].repetition_penalty = 1.3f; ps[2].penalty_last_n = -1;
+  ps[3] = ps[1]; ps[3].temperature = 0.0f; ps[3].seed = 80; ps[3].logprobs = 3; ps[3].logprobs_mode = MS_LOGPROBS_PROCESSED;
   CHECK(ms_cuda_upload(cu, dh, prompt, 8) == MS_OK);
   for (r = 0; r < R; r++) {
     CHECK(ms_seq_create(&s[r], 64) == MS_OK);
@@ -1819,12 +1821,14 @@ static void test_gpu_llamacpp_slots(void) {
       CHECK_EQ_INT(ms_sample(t_cpu, x + r * V, V, &ps[r], s[r], &o), MS_OK);
       CHECK_EQ_INT(out[r].status, MS_OK);
       CHECK_EQ_INT(tok[r], o.token);
+      if (r == 3) CHECK(out[r].greedy && fabs((double)out[r].logprob - (double)o.logprob) <= 1e-4);
       same += tok[r] == o.token;
       CHECK_EQ_INT(ms_seq_accept(s[r], o.token), MS_OK);
     }
     if (step < 3) CHECK(tok[0] != 9);   /* min_tokens holds EOS back */
   }
   printf("  %d tokens equal the CPU's; row 2 refused for capacity %d times\n", same, cap_seen);
+  CHECK_EQ_INT(same, 40 * 3 + 15);
   CHECK(cap_seen > 0);
   /* penalties after top_k in the chain: the CPU applies them to the list */
   ps[1].samplers = "kepmt";
