@@ -747,6 +747,8 @@ __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const 
 __device__ __forceinline__ i32 *slot_hist(u64 hist, i32 cap, i32 slot) {
   return (i32 *)hist + (u64)slot * (u64)(cap + 1);
 }
+/* The place of token a (from the prompt's start) in a slot's history h. */
+__device__ __forceinline__ i32 *hist_at(i32 *h, i32 cap, u64 a) { return h + 1 + (i32)(a % (u64)cap); }
 
 /* The row's result (one thread): the token, its ms_cuda_out, and for an
    accepted token the slot's counter, history and length. status != 0: token -1. */
@@ -764,7 +766,7 @@ __device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 st
     st[token] += 1u;
     if (A.hist) {
       i32 *h = slot_hist(A.hist, A.hist_cap, R.slot);
-      h[1 + (i32)(((u64)(u32)h[0] + (u64)(u32)*len) % (u64)A.hist_cap)] = token;
+      *hist_at(h, A.hist_cap, (u64)(u32)h[0] + (u64)(u32)*len) = token;
     }
     *len += 1;
   }
@@ -808,7 +810,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
        counts, by token, into the row's pairs (pointwise reads them) */
     __shared__ i32 s_wt[MS_CAND], s_st[MS_CAND];
     const i32 cap = A.hist_cap, tid = threadIdx.x;
-    for (i32 j = tid; j < win; j += blockDim.x) s_wt[j] = h[1 + (total - win + j) % cap];
+    for (i32 j = tid; j < win; j += blockDim.x) s_wt[j] = *hist_at((i32 *)h, cap, (u64)(total - win + j));
     __syncthreads();
     for (i32 j = tid; j < win; j += blockDim.x) {
       const i32 t = s_wt[j];
@@ -870,7 +872,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
     }
     if (h) {
       const i32 cap = A.hist_cap;
-#define MS_HTOK(a) h[1 + (a) % cap]   /* token a of prompt + output (a >= total - cap) */
+#define MS_HTOK(a) (*hist_at((i32 *)h, cap, (u64)(a)))   /* token a of prompt + output (a >= total - cap) */
       if (flags & F_NGRAM) {
         /* every earlier n-gram whose first n - 1 ids equal the last n - 1
            bans its last id (HF NoRepeatNGram; total <= cap here) */
@@ -1916,49 +1918,49 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     token = Q->ll_token;
     lp_tok = Q->ll_lp; rank = Q->ll_rank; n_top = Q->ll_ntop;
   } else {
-  if (!greedy) {
-    if (Q->cand) {
-      const u32 n = min(Q->ncand, (u32)MS_CAND);
-      for (u32 j = tid; j < n; j += blockDim.x) { s_buf.c.key[j] = Q->ck[j]; s_buf.c.id[j] = Q->cid[j]; }
-      if (tid == 0) s_ncand = n;
-      cand = 1;
+    if (!greedy) {
+      if (Q->cand) {
+        const u32 n = min(Q->ncand, (u32)MS_CAND);
+        for (u32 j = tid; j < n; j += blockDim.x) { s_buf.c.key[j] = Q->ck[j]; s_buf.c.id[j] = Q->cid[j]; }
+        if (tid == 0) s_ncand = n;
+        cand = 1;
+        __syncthreads();
+        theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, sel_lower(R, Q),
+                              Q->t_minp, M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
+        Z = s_start; nkept = s_ncand_i;
+        if (!A.probs) token = s_token;
+      } else { theta = sel_theta(R, Q); cut = Q->cut; }
+    }
+
+    /* the kept weight's tile sums (ms_k_pass's P_SUMS): the mass Z, the
+       draw, the processed logprobs */
+    if ((!greedy || lp_proc) && !cand) {
+      const i32 E = tile_e(V);
+      const i32 TILE = 32 * E;
+      const i32 nt = (V + TILE - 1) / TILE;
+      for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
+      const i32 last = Q->last;
+      nkept = (i32)Q->cnt;
       __syncthreads();
-      theta = resolve_cands(src, (i32)min(s_ncand, (u32)MS_CAND), s_buf.c.key, s_buf.c.id, s_buf.c.w, R, sel_lower(R, Q),
-                            Q->t_minp, M, S, ms_uniform_dev(R.seed, s_pos, 0u), &s_start, &s_ncand_i, &s_token);
-      Z = s_start; nkept = s_ncand_i;
-      if (!A.probs) token = s_token;
-    } else { theta = sel_theta(R, Q); cut = Q->cut; }
-  }
+      /* the draw: the first kept id whose running weight exceeds u * Z */
+      const int draw = !greedy && !A.probs;
+      i32 drawn;
+      Z = tiles_draw(s_buf.t, nt, draw, ms_uniform_dev(R.seed, s_pos, 0u), src, V, E, theta, cut, M, S, &s_draw, &drawn);
+      if (draw) token = drawn >= 0 ? drawn : last;   /* fallback: the last kept token */
+    }
 
-  /* the kept weight's tile sums (ms_k_pass's P_SUMS): the mass Z, the
-     draw, the processed logprobs */
-  if ((!greedy || lp_proc) && !cand) {
-    const i32 E = tile_e(V);
-    const i32 TILE = 32 * E;
-    const i32 nt = (V + TILE - 1) / TILE;
-    for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
-    const i32 last = Q->last;
-    nkept = (i32)Q->cnt;
-    __syncthreads();
-    /* the draw: the first kept id whose running weight exceeds u * Z */
-    const int draw = !greedy && !A.probs;
-    i32 drawn;
-    Z = tiles_draw(s_buf.t, nt, draw, ms_uniform_dev(R.seed, s_pos, 0u), src, V, E, theta, cut, M, S, &s_draw, &drawn);
-    if (draw) token = drawn >= 0 ? drawn : last;   /* fallback: the last kept token */
-  }
-
-  /* final distributions (tests): w / Z on the kept set, 1 at the argmax for greedy rows */
-  if (A.probs) {
-    float *probs = (float *)A.probs + (u64)r * A.probs_stride;
-    const double inv = 1.0 / Z;
-    for (i32 i = tid; i < V; i += blockDim.x) {
-      float pr;
-      if (greedy) pr = i == token ? 1.0f : 0.0f;
-      else { float l = src[i]; pr = kept_at(fkey(l), i, theta, cut) ? (float)((double)wgt(l, M, S) * inv) : 0.0f; }
-      probs[i] = pr;
+    /* final distributions (tests): w / Z on the kept set, 1 at the argmax for greedy rows */
+    if (A.probs) {
+      float *probs = (float *)A.probs + (u64)r * A.probs_stride;
+      const double inv = 1.0 / Z;
+      for (i32 i = tid; i < V; i += blockDim.x) {
+        float pr;
+        if (greedy) pr = i == token ? 1.0f : 0.0f;
+        else { float l = src[i]; pr = kept_at(fkey(l), i, theta, cut) ? (float)((double)wgt(l, M, S) * inv) : 0.0f; }
+        probs[i] = pr;
+      }
     }
   }
-  }   /* not F_LLAMA */
 
   /* logprobs: the token's, its rank, and the top N. Raw: log_softmax of
      the caller's row; processed: log of the final distribution (greedy
@@ -2060,7 +2062,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
   for (i32 j = blockIdx.x * blockDim.x + threadIdx.x; j < S.n; j += gridDim.x * blockDim.x) {
     i32 t = ids[j];
     if (t >= 0 && t < S.vocab) atomicOr(&st[t], 0x80000000u);
-    if (h && j >= S.n - S.hist_cap) h[1 + j % S.hist_cap] = t;
+    if (h && j >= S.n - S.hist_cap) *hist_at(h, S.hist_cap, (u64)j) = t;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     ((i32 *)S.seq_len)[S.slot] = 0;
@@ -2099,7 +2101,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
       atomicAdd((u32 *)S.seq_state + (u64)s * S.seq_stride + (u64)t, 1u);
       if (S.hist && after < S.hist_cap) {   /* earlier ones would share a place with a later one */
         i32 *h = slot_hist(S.hist, S.hist_cap, s);
-        h[1 + (i32)(((u64)(u32)h[0] + (u64)(u32)(len + before)) % (u64)S.hist_cap)] = t;
+        *hist_at(h, S.hist_cap, (u64)(u32)h[0] + (u64)(u32)(len + before)) = t;
       }
       if (!after) ((i32 *)S.seq_len)[s] = len + before + 1;
     }
