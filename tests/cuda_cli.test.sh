@@ -103,7 +103,7 @@ sets=(
   "--bad-words 8,1;2;5,8,3;9,4,5,8,6 --prompt-ids 9 --output-ids 4,5,8 --temperature 0.8"
   "--profile llamacpp"
   "--profile llamacpp --repetition-penalty 1.4 --frequency-penalty 0.2 --presence-penalty 0.1 --penalty-last-n 4 --prompt-ids 3,5 --output-ids 5,7,5"
-  "--profile llamacpp --top-k 30 --typical-p 0.8 --xtc-probability 0.9 --xtc-threshold 0.05 --dynatemp-range 0.5 --min-tokens-to-keep 3"
+  "--profile llamacpp --top-k 30 --typical-p 0.8 --xtc-probability 0.9 --xtc-threshold 0.05 --dynatemp-range 0.5 --min-tokens-to-keep 3 --seed 4"
   "--profile llamacpp --samplers kmtp --top-k 20 --top-p 0.6 --min-p 0.1 --temperature 1.4 --logit-bias 3=4 --banned-ids 7"
   "--profile hf --top-k 0 --bad-words 2,2,7;5;4,2,2,6 --no-repeat-ngram 2 --exp-decay 1,1.5 --eos-token-id 3 --prompt-ids 9,4,2 --output-ids 2,4,2,2"
 )
