@@ -105,6 +105,8 @@ sets=(
   "--profile llamacpp --repetition-penalty 1.4 --frequency-penalty 0.2 --presence-penalty 0.1 --penalty-last-n 4 --prompt-ids 3,5 --output-ids 5,7,5"
   "--profile llamacpp --top-k 30 --typical-p 0.8 --xtc-probability 0.9 --xtc-threshold 0.05 --dynatemp-range 0.5 --min-tokens-to-keep 3 --seed 4"
   "--profile llamacpp --samplers kmtp --top-k 20 --top-p 0.6 --min-p 0.1 --temperature 1.4 --logit-bias 3=4 --banned-ids 7"
+  "--profile llamacpp --top-n-sigma 1.3 --top-k 80 --banned-ids 3,4"
+  "--profile llamacpp --samplers kstm --top-k 60 --top-n-sigma 0.9 --temperature 0.8"
   "--profile hf --top-k 0 --bad-words 2,2,7;5;4,2,2,6 --no-repeat-ngram 2 --exp-decay 1,1.5 --eos-token-id 3 --prompt-ids 9,4,2 --output-ids 2,4,2,2"
 )
 cat > $tmp/cmp.py <<'PY'
@@ -168,6 +170,7 @@ refused() { # name, what the message names, args...
 }
 refused llamacpp_mirostat "--mirostat" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --mirostat 2 --seed 1
 refused llamacpp_no_top_k "first acting stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-k 0
+refused llamacpp_sigma_no_top_k "first acting stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-n-sigma 1 --samplers spt
 refused epsilon "--epsilon" probs --logits $tmp/l.bin --vocab 300 --profile hf --epsilon 0.001
 refused top_2000 "--top above 1024" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
 # a row the sampler cannot sample: status 3 on both devices

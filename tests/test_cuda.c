@@ -27,6 +27,10 @@ static float t_normal(float sigma) {
   return (float)(sigma * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 static void t_fill(float *x, int32_t n, float sigma) { int32_t i; for (i = 0; i < n; i++) x[i] = t_normal(sigma); }
+static int t_cmp_float_desc(const void *a, const void *b) {
+  const float u = *(const float *)a, v = *(const float *)b;
+  return u > v ? -1 : u < v ? 1 : 0;
+}
 
 static int t_have_nvrtc(void) {
   char msg[512];
@@ -1583,10 +1587,32 @@ static void test_gpu_stage_order_per_profile(void) {
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dh); ms_cuda_free(cu, ds);
 }
 
+/* Top-n-sigma ahead of top_k cuts at max - n * the whole row's standard
+   deviation, which the CPU sums in float lanes (as llama.cpp sums in
+   float, in order) and the device in double: the two cuts agree to about
+   1e-6. A row that differs passes when the CPU with n moved by 2e-5 either
+   way (the cut by about that times sigma) gives the device's result: a
+   logit sat between the two cuts. */
+static int t_sigma_rounding(ms_sampler *cpu, const float *x, int V, const ms_params *p, const float *probs, int32_t tok,
+                            const ms_cuda_out *out, const ms_logprob *top, float *cprobs, ms_logprob *ctop) {
+  int side;
+  if (!(p->top_n_sigma > 0.0f)) return 0;
+  for (side = -1; side <= 1; side += 2) {
+    ms_params q = *p;
+    ms_output o;
+    ms_result crc;
+    double e;
+    q.top_n_sigma = p->top_n_sigma * (1.0f + (float)side * 2e-5f);
+    if (!t_row_differs(cpu, x, V, &q, probs, tok, out, top, 16, cprobs, ctop, &o, &crc, &e)) return 1;
+  }
+  return 0;
+}
+
 /* ---- the llama.cpp profile -------------------------------------------------------
    Rows of the llamacpp profile the kernels take (docs/CUDA.md): top_k of
-   1 to 1024 first, then top_p, min_p, typical, XTC and the temperature
-   (plain or dynamic) in the orders `samplers` gives, min_keep 0-5, on rows with many exact ties (bfloat16, steps of 0.5,
+   1 to 1024 first (top-n-sigma on the whole row may come before it), then
+   top_p, min_p, typical, XTC, top-n-sigma and the temperature (plain or
+   dynamic) in the orders `samplers` gives, min_keep 0-5, on rows with many exact ties (bfloat16, steps of 0.5,
    all equal: top_k's cut inside a tie keeps the lowest ids), masks, bias,
    min_p above 1, top_p at 0, T <= 0 (the argmax), and raw and processed
    logprobs, against ms_probs / ms_sample; then rows with a slot (bad words
@@ -1596,6 +1622,8 @@ static void test_gpu_llamacpp_matches_cpu(void) {
   enum { R = 8, VMAX = 5000 };
   static const char *const orders[] = { NULL, "kpmt", "kmpt", "ktpm", "ktmp", "kt", "kp", "km", "k", "edskypmxt", "kxpyt",
                                         "kyxt", "kmyxpt", "kty", "ekxtmy" };
+  /* top-n-sigma's: first (its cut on the whole row), or on the list */
+  static const char *const sigma_orders[] = { NULL, "skpt", "kspt", "ktsp", "ktsy", "kpsmt", "skyt", "kxst" };
   static const int32_t ks[] = { 1, 2, 5, 40, 40, 100, 1024 };
   static const int vocabs[] = { 7, 300, 1100, VMAX };
   static float x[R * VMAX], probs[R * VMAX], cprobs[VMAX];
@@ -1629,6 +1657,10 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       if (t_rand(5) == 0) { p.xtc_probability = (float)(0.3 + 0.7 * t_unif()); p.xtc_threshold = (float)(0.01 + 0.3 * t_unif()); }
       if (t_rand(5) == 0) { p.dynatemp_range = (float)(0.1 + 0.9 * t_unif()); p.dynatemp_exponent = (float)(0.5 + 1.5 * t_unif()); }
       if (t_rand(5) == 0) p.min_tokens_to_keep = (int32_t)t_rand(6);
+      if (t_rand(2) == 0) {
+        p.top_n_sigma = (float)(0.3 + 2.5 * t_unif());
+        p.samplers = sigma_orders[t_rand(sizeof sigma_orders / sizeof sigma_orders[0])];
+      }
       p.temperature = t_rand(6) == 0 ? 0.0f : (float)(0.2 + 1.5 * t_unif());
       p.seed = 40u + (uint64_t)it * 97u + (uint64_t)r; p.has_seed = 1;
       if (t_rand(4) == 0) { for (i = 0; i < 40; i++) allowed[r][i] = (int32_t)t_rand((uint32_t)V); p.allowed_ids = allowed[r]; p.n_allowed_ids = 40; }
@@ -1655,7 +1687,9 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       double e;
       rows++;
       if (t_row_differs(t_cpu, x + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r],
-                        top + r * 16, 16, cprobs, ctop, &o, &crc, &e)) {
+                        top + r * 16, 16, cprobs, ctop, &o, &crc, &e) &&
+          !t_sigma_rounding(t_cpu, x + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r],
+                            top + r * 16, cprobs, ctop)) {
         if (++bad <= 8)
           printf("  it %d row %d V %d (%s k %d p %g minp %g T %g lp %d/%d): status %d / %d, max |dp| %.3g, token %d / %d, "
                  "lp %.6g / %.6g, rank %d / %d, n_top %d / %d\n",
@@ -1724,6 +1758,57 @@ static void test_gpu_llamacpp_matches_cpu(void) {
   }
 
   {
+    /* top-n-sigma's kept count against the definition, in double: rows
+       0-3 cut the whole row's max - n * stddev ahead of a top_k of 1024
+       ("skt"; n 0.5 to 2), rows 4-7 the list's ("kst"; 1.5 to 3). A row with
+       a logit within 1e-3 of its cut is drawn again. */
+    const int V = VMAX, K = 1024;
+    static float srt[VMAX];
+    int checked = 0, multi = 0;
+    for (r = 0; r < R; r++) {
+      ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+      ps[r].samplers = r < 4 ? "skt" : "kst";
+      ps[r].top_k = K; ps[r].top_n_sigma = 0.5f * (float)(1 + (r & 3) + (r < 4 ? 0 : 2)); ps[r].temperature = 1.0f;
+      ps[r].seed = 70u + (uint64_t)r; ps[r].has_seed = 1;
+      pp[r] = &ps[r];
+    }
+    for (it = 0; it < 4; it++) {
+      int expect[R];
+      for (r = 0; r < R; r++) {
+        float *xr = x + (size_t)r * V;
+        for (;;) {
+          double s1 = 0.0, s2 = 0.0, mean, sd, cut;
+          int n = r < 4 ? V : K, near = 0, j;
+          t_fill(xr, V, 1.0f);
+          memcpy(srt, xr, (size_t)V * 4);
+          qsort(srt, (size_t)V, 4, t_cmp_float_desc);
+          for (j = 0; j < n; j++) { s1 += srt[j]; s2 += (double)srt[j] * srt[j]; }
+          mean = s1 / n;
+          sd = sqrt(s2 / n - mean * mean);
+          cut = (double)srt[0] - (double)ps[r].top_n_sigma * sd;
+          expect[r] = 0;
+          for (j = 0; j < K; j++) {
+            if (fabs((double)srt[j] - cut) < 1e-3) near = 1;
+            expect[r] += (double)srt[j] >= cut;
+          }
+          if (!near) break;
+        }
+      }
+      t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
+      for (r = 0; r < R; r++) {
+        int kept = 0;
+        for (i = 0; i < V; i++) kept += probs[(size_t)r * V + i] > 0.0f;
+        CHECK_EQ_INT(kept, expect[r]);
+        CHECK(expect[r] >= 1 && expect[r] < K);
+        multi += expect[r] > 1;
+        checked++;
+      }
+    }
+    printf("  %d top-n-sigma rows (%d keep more than one): kept counts as defined\n", checked, multi);
+    CHECK(2 * multi >= checked);
+  }
+
+  {
     /* what the kernels refuse, row by row (the rows between are sampled) */
     ms_result rr[R];
     ms_cuda_batch b;
@@ -1735,6 +1820,7 @@ static void test_gpu_llamacpp_matches_cpu(void) {
     ps[3].mirostat = 2;
     ps[4].samplers = "pkmt";               /* top_p on the whole row */
     ps[5].top_k = 1025;
+    ps[6].samplers = "spt";                /* top-n-sigma on the whole row, then top_p: no top_k */
     ps[6].top_n_sigma = 1.0f;
     /* row 7: the defaults, sampled */
     t_fill(x, R * V, 1.0f);

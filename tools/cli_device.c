@@ -139,11 +139,10 @@ ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, ui
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
   if (p->profile == MS_PROFILE_LLAMACPP) {
     if (p->mirostat) return "--mirostat";
-    if (p->top_n_sigma > 0.0f) return "--top-n-sigma";
     if (p->dry_multiplier != 0.0f) return "--dry-multiplier (DRY)";
     if (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f)
       return "llamacpp penalties that do not lead --samplers";
-    return "a llamacpp chain whose first acting stage is not --top-k 1..1024 (below the vocab)";
+    return "a llamacpp chain whose first acting stage is not --top-k 1..1024 (below the vocab; --top-n-sigma may come first)";
   }
   if (p->epsilon_cutoff > 0.0f) return "--epsilon";
   if (p->eta_cutoff > 0.0f) return "--eta";

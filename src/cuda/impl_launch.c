@@ -22,6 +22,7 @@
 #define MS__CUDA_F_BW_ALL   524288 /* bad words match prompt + output */
 #define MS__CUDA_F_LLPEN    1048576 /* llama.cpp penalties over a window of the slot's history */
 #define MS__CUDA_F_LLAMA    262144 /* llama.cpp: exactly top_k, then its list stages in ms_k_row */
+#define MS__CUDA_F_SIGMA    2097152 /* llama.cpp: top-n-sigma on the whole row before top_k (ms_k_list) */
 
 #define MS__CUDA_MAX_PARTS 32
 #define MS__CUDA_SEL_BYTES 41120   /* sizeof(struct Sel) in kernels.cu */
@@ -61,7 +62,9 @@ typedef struct ms__cuda_row {
   float ll_top_p, ll_log_min_p, ll_temp;
   int32_t ll_stages, ll_last_n, ll_pen_off, ll_n_pen;
   float ll_typical, ll_xtc_p, ll_xtc_t, ll_dyn_range, ll_dyn_exp;
-  int32_t ll_min_keep, ll_pad[3];
+  int32_t ll_min_keep;
+  float ll_sigma;
+  int32_t ll_pad[2];
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -107,22 +110,25 @@ static const float ms__cuda_bias_clamp[4] = { 100.0f, 0.0f /* none */, 0.0f, 0.0
    taken, with *stages (3 bits per stage after top_k, from the lowest: 1
    top_p, 2 min_p, 3 temperature, 4 typical, 5 XTC), *greedy and *pen
    (penalties to apply). */
-static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy, int *pen) {
+static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy, int *pen,
+                               int *row_sigma) {
   const char *order = p->samplers ? p->samplers : "edskypmxt", *q;
   const int dry = slot >= 0 && p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_last_n != 0;
   const int typ = p->typical_p < 1.0f, xtc = p->xtc_probability > 0.0f && p->xtc_threshold <= 0.5f;
   int seen_k = 0, shift = 0;
   *stages = 0;
   *greedy = 0;
+  *row_sigma = 0;
   *pen = slot >= 0 && p->penalty_last_n != 0 &&
          (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
   if (*pen) {
     for (q = order; *q == 'd'; q++) {}   /* the leading run of penalties and DRY */
     if (*q != 'e') return 0;
   }
-  if (p->mirostat || dry || p->top_n_sigma > 0.0f) return 0;
+  if (p->mirostat || dry) return 0;
   if (strchr(order, 't') && p->temperature <= 0.0f && p->dynatemp_range <= 0.0f) {
-    /* the argmax, unless typical or XTC (which can drop the maximum) come first */
+    /* the argmax, unless typical or XTC (which can drop the maximum) come
+       first; top-n-sigma never drops it */
     for (q = order; *q && *q != 't'; q++)
       if ((*q == 'y' && typ) || (*q == 'x' && xtc)) break;
     if (*q == 't') { *greedy = 1; return 1; }
@@ -130,11 +136,18 @@ static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int3
   for (q = order; *q; q++) {
     int code = 0;
     if (*q == 'k' && p->top_k > 0) { seen_k = 1; continue; }
+    if (*q == 's' && p->top_n_sigma > 0.0f && !seen_k && !*row_sigma) {
+      /* the first stage that acts: its cut is over the whole row, then the
+         top_k list keeps what is above it (ms_k_list) */
+      *row_sigma = 1;
+      continue;
+    }
     if (*q == 'p' && p->top_p < 1.0f) code = 1;
     else if (*q == 'm' && p->min_p > 0.0f) code = 2;
     else if (*q == 't') code = 3;
     else if (*q == 'y' && typ) code = 4;
     else if (*q == 'x' && xtc) code = 5;
+    else if (*q == 's' && p->top_n_sigma > 0.0f) code = 6;
     else continue;   /* a stage that does nothing with these parameters */
     if (!seen_k) return 0;   /* the list would be unbounded */
     *stages |= code << shift;
@@ -427,14 +440,14 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     ms__cuda_row *R = &rows[r];
     const ms_params *p = b->params[r];
     ms_result rc;
-    int prof, flags = 0, ll_greedy = 0, ll_pen = 0;
+    int prof, flags = 0, ll_greedy = 0, ll_pen = 0, ll_sigma = 0;
     int32_t slot = b->slots ? b->slots[r] : -1, ll_stages = 0;
     float T;
     memset(R, 0, sizeof *R);
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f;
     rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
     if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
-    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen))
+    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma))
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
     if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->hook_stage != MS_HOOK_OFF ||
@@ -477,7 +490,9 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       R->ll_typical = p->typical_p; R->ll_xtc_p = p->xtc_probability; R->ll_xtc_t = p->xtc_threshold;
       R->ll_dyn_range = p->dynatemp_range; R->ll_dyn_exp = p->dynatemp_exponent;
       R->ll_min_keep = p->min_tokens_to_keep > 0 ? p->min_tokens_to_keep : 0;
+      R->ll_sigma = p->top_n_sigma;
       flags |= ll_greedy ? MS__CUDA_F_GREEDY : MS__CUDA_F_LLAMA;
+      if (ll_sigma && !ll_greedy) flags |= MS__CUDA_F_SIGMA;
       if (ll_pen) {
         /* room for the window's (token, count) pairs: ms_k_mask fills them
            (a window longer than max_history or MS__CUDA_MAX_TOP fails

@@ -81,6 +81,7 @@ typedef unsigned long long u64;
 #define F_LLPEN    1048576 /* llama.cpp penalties over the slot's last ll_last_n tokens (ms_k_mask lists them) */
 #define F_LLAMA    262144 /* llama.cpp: exactly top_k (ties by id) by the count passes, then its list
                              stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
+#define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -102,13 +103,14 @@ struct Row {
   float decay_factor;     /* ... by |l| * (factor^(length - start) - 1) */
   float ll_top_p, ll_log_min_p, ll_temp;   /* F_LLAMA: the list's top_p, logf(min_p) (the host's), T */
   i32 ll_stages;          /* F_LLAMA: the stages after top_k, 3 bits each from the lowest: 1 top_p, 2 min_p,
-                             3 temperature, 4 typical, 5 XTC */
+                             3 temperature, 4 typical, 5 XTC, 6 top-n-sigma */
   i32 ll_last_n;          /* F_LLPEN: the window (-1: the whole sequence), ... */
   i32 ll_pen_off, ll_n_pen;   /* ... its (token, count) pairs in the blob, by token (ms_k_mask writes them) */
   float ll_typical, ll_xtc_p, ll_xtc_t;    /* F_LLAMA: typical's mass, XTC's probability and threshold, ... */
   float ll_dyn_range, ll_dyn_exp;          /* ... dynamic temperature (range > 0), ... */
-  i32 ll_min_keep;                         /* ... and min_keep */
-  i32 ll_pad[3];
+  i32 ll_min_keep;                         /* ... min_keep ... */
+  float ll_sigma;                          /* ... and top-n-sigma's n (F_SIGMA, or stage 6) */
+  i32 ll_pad[2];
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -1657,9 +1659,23 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
   const i32 K = R.top_k;
   const u32 edge = Q->cand ? Q->cedge : Q->tk;   /* the k-th largest key, or a bound below it with few keys above */
   u32 n_all = 0u, n_eq = 0u;
+  /* F_SIGMA: the finite logits' moments about the max on the way (as
+     the CPU's ms__sigma_cut_row: float differences and squares, summed
+     here in double) */
+  const int sig = (R.flags & F_SIGMA) != 0;
+  const float M = Q->P.m;
+  double m1 = 0.0, m2 = 0.0;
+  u32 mc = 0u;
   for (i32 base = 0; base < V; base += blockDim.x) {
     const i32 i = base + tid;
-    const u32 key = i < V ? fkey(src[i]) : 0u;
+    const float x = i < V ? src[i] : 0.0f;
+    const u32 key = i < V ? fkey(x) : 0u;
+    if (sig && i < V && x > ms_neg_inf()) {
+      const float d = __fsub_rn(x, M);
+      m1 += (double)d;
+      m2 += (double)__fmul_rn(d, d);
+      mc++;
+    }
     const u32 eq = (i < V && key == edge) ? 1u : 0u;
     u32 tot_eq, tot;
     const u32 eq_pos = bscan_excl(eq, &tot_eq);
@@ -1668,6 +1684,18 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
     if (take && n_all + at < 2u * MS_CAND) { gk[n_all + at] = key; gi[n_all + at] = i; }
     n_all += tot;
     n_eq += tot_eq;
+  }
+  float s_cut = -3.40282347e38f;   /* -FLT_MAX: nothing below it */
+  if (sig) {
+    m1 = bsum_d(m1);
+    m2 = bsum_d(m2);
+    mc = bsum_u(mc);
+    if (mc > 0u) {
+      const double mean = m1 / (double)mc;
+      double var = m2 / (double)mc - mean * mean;
+      if (var < 0.0) var = 0.0;
+      s_cut = __fsub_rn(M, __fmul_rn(R.ll_sigma, (float)sqrt(var)));
+    }
   }
   __syncthreads();
   const i32 n_g = (i32)min(n_all, 2u * MS_CAND);
@@ -1685,6 +1713,13 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
        dynamic temperature read */
     i32 n = min(n_g, K), size = K;
     const i32 mk = R.ll_min_keep;
+    if (sig) {
+      /* top-n-sigma before top_k: the list keeps what is at or above the
+         cut (its size stays k, as llama.cpp's array keeps the -inf ones) */
+      i32 j = 0;
+      for (i32 i = 0; i < n; i++) if (s_v[i] >= s_cut) { s_v[j] = s_v[i]; s_i[j] = s_i[i]; j++; }
+      n = j;
+    }
     for (i32 code = R.ll_stages; code; code >>= 3) {
       const i32 st = code & 7;
       if (st == 1 && n > 0) {
@@ -1776,6 +1811,16 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
           n = hi - lo;
           size = kept;
         }
+      } else if (st == 6 && size > 1 && n > 0) {
+        /* top-n-sigma on the list: max - n * the standard deviation of
+           its logits (float sums in order, as llama.cpp) */
+        float sum = 0.0f, acc = 0.0f;
+        for (i32 i = 0; i < n; i++) sum = __fadd_rn(sum, s_v[i]);
+        const float mean = __fdiv_rn(sum, (float)n);
+        for (i32 i = 0; i < n; i++) { const float d = __fsub_rn(s_v[i], mean); acc = __fadd_rn(acc, __fmul_rn(d, d)); }
+        const float sd = (float)sqrt((double)__fdiv_rn(acc, (float)n));
+        const float cut = __fsub_rn(s_v[0], __fmul_rn(R.ll_sigma, sd));
+        while (n > 0 && s_v[n - 1] < cut) n--;
       } else if (st == 5 && size >= 2) {
         /* XTC: with probability p, every token with p >= threshold but the
            least likely of them goes, if min_keep are left */
