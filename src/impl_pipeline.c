@@ -1693,9 +1693,10 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   ms__ws *w = R->w;
   ms__row raw = *R;
   ms__row *Q = R;
-  int32_t n_top = R->p->logprobs, i, nt;
+  int32_t n_top = R->p->logprobs, i, nt, above = 0;
   float m, ltok;
   double z;
+  int nonfinite;
   ms__topk t;
   if (use_raw) {
     /* the caller's row as given: no masks, no touched ids, no penalties (a
@@ -1707,12 +1708,24 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   /* max and top-N in one threshold scan */
   if (n_top > R->V) n_top = R->V; /* any N: the scan buffer holds the whole row if it must */
   ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
-  ms__scan_row(Q, &t);
+  /* the scan lists finite values only; a raw row that holds NaN or +Inf
+     (where this row masks them, or it would have failed) has them left
+     out of its normaliser and rank too: the log-softmax of its finite logits */
+  nonfinite = ms__scan_row(Q, &t) != MS_OK && use_raw;
   nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
   if (nt == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
   m = w->tv[0];
-  z = ms__row_exp_sum(Q, m, s, NULL, NULL);
   ltok = use_raw ? R->x[token] : ms__eff(R, token);
+  if (nonfinite) {
+    z = 0.0;
+    above = 0;
+    for (i = 0; i < R->V; i++) {
+      float v = R->x[i];
+      if (!(v > -INFINITY && v < INFINITY)) continue;
+      z += (double)ms__expf((v - m) * s);
+      above += v > ltok;
+    }
+  } else z = ms__row_exp_sum(Q, m, s, NULL, NULL);
   {
     double logz = log(z);
     float last = w->tv[nt - 1];
@@ -1720,7 +1733,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
     for (i = 0; i < nt; i++) if (w->tv[i] > ltok) c++;
     out->logprob = (ltok == -INFINITY) ? -INFINITY : (float)((double)((ltok - m) * s) - logz);
     /* rank: 1 + count strictly above; from the list when it holds them all */
-    out->rank = (nt == t.k && ltok >= last) || nt < t.k ? 1 + c : 1 + ms__row_count_gt(Q, ltok);
+    out->rank = nonfinite ? 1 + above : (nt == t.k && ltok >= last) || nt < t.k ? 1 + c : 1 + ms__row_count_gt(Q, ltok);
     if (n_top > 0) {
       for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((w->tv[i] - m) * s) - logz);
       ms__top_out(out, n_top, w->tv, w->ti, nt);

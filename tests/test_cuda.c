@@ -2181,6 +2181,77 @@ static void test_gpu_row_errors(void) {
   CHECK_EQ_INT(out[3].token, -1);
 }
 
+/* NaN and +Inf where masks reach them, in every profile, against the CPU
+   (status, distribution, token): +Inf fails a row only where it survives
+   the masks (a banned, not allowed or min_tokens-masked +Inf does not;
+   biased by -100 it does), NaN anywhere in the row except outside a row's
+   allowed ids (the CPU reads only those). */
+static void test_gpu_bad_values_where_masked(void) {
+  enum { R = 10, V = 300 };
+  static const ms_profile profs[] = { MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG, MS_PROFILE_LLAMACPP };
+  static float x[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 4], ctop[4];
+  static uint32_t mask[(V + 31) / 32];
+  int32_t allowed[3] = { 7, 40, 41 }, banned[1] = { 41 }, tok[R];
+  ms_bias bias[1];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  ms_cuda_out out[R];
+  ms_result rr[R];
+  ms_cuda *cu = NULL;
+  t_dev g;
+  ms_cuda_batch b;
+  int pi, r, i, bad = 0, errors = 0;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, V, 0, 0, 4)) return;
+  for (i = 0; i < (V + 31) / 32; i++) mask[i] = 0xffffffffu;
+  mask[41 >> 5] &= ~(1u << (41 & 31));   /* the bitmask leaves 41 out */
+  bias[0].token = 41; bias[0].bias = -100.0f;
+  for (pi = 0; pi < 4; pi++) {
+    t_fill(x, R * V, 1.0f);
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_profile_default(profs[pi]);
+      const int nan = r & 1;   /* odd rows NaN at 41, even rows +Inf */
+      p.seed = 9u + (uint64_t)r; p.has_seed = 1; p.logprobs = 2;
+      x[r * V + 41] = nan ? (float)NAN : INFINITY;
+      switch (r >> 1) {
+        case 0: p.banned_ids = banned; p.n_banned_ids = 1; break;
+        case 1: p.allowed_ids = allowed; p.n_allowed_ids = 2; break;   /* 7 and 40: 41 is not allowed */
+        case 2: p.min_tokens = 3; p.eos_token_id = 41; break;
+        case 3: p.logit_bias = bias; p.n_logit_bias = 1; break;
+        default: p.token_bitmask = mask; break;
+      }
+      ps[r] = p;
+      pp[r] = &ps[r];
+    }
+    CHECK(ms_cuda_upload(cu, g.dl, x, sizeof x) == MS_OK);
+    memset(&b, 0, sizeof b);
+    b.n_rows = R; b.vocab = V; b.logits = g.dl; b.row_stride = V; b.params = pp; b.row_results = rr;
+    b.tokens = g.dt; b.out = g.dout; b.top = g.dtop; b.top_stride = 4;
+    ms_cuda_probs(cu, NULL, &b, g.dp, V);
+    CHECK(ms_cuda_download(cu, probs, g.dp, sizeof probs) == MS_OK);
+    ms_cuda_sample(cu, NULL, &b);
+    CHECK(ms_cuda_download(cu, tok, g.dt, sizeof tok) == MS_OK && ms_cuda_download(cu, out, g.dout, sizeof out) == MS_OK &&
+          ms_cuda_download(cu, top, g.dtop, sizeof top) == MS_OK);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      if (t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 4, 4, cprobs, ctop, &o, &crc, &e)) {
+        if (++bad <= 8)
+          printf("  %s row %d (%s at 41, case %d): status %d / %d, token %d / %d, max |dp| %.3g, lp %g / %g, rank %d / %d, n_top %d / %d\n", ms_profile_name(profs[pi]), r,
+                 (r & 1) ? "NaN" : "+Inf", r >> 1, out[r].status, (int)crc, tok[r], o.token, e, (double)out[r].logprob, (double)o.logprob, out[r].rank, o.rank, out[r].n_top, o.n_top);
+      }
+      errors += crc != MS_OK;
+    }
+  }
+  printf("  %d rows, %d of them errors on the CPU: %d differ\n", 4 * R, errors, bad);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(errors > 0 && errors < 4 * R);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
 /* The disk cache on a GPU machine: a fresh directory misses, the next
    lookup hits, and an ms_cuda created from it works. */
 static void test_gpu_disk_cache_hit(void) {
@@ -2254,6 +2325,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_stage_order_per_profile);
   RUN_GPU(test_gpu_llamacpp_matches_cpu);
   RUN_GPU(test_gpu_llamacpp_slots);
+  RUN_GPU(test_gpu_bad_values_where_masked);
   RUN_GPU(test_gpu_top_list_skips_neg_inf);
   RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_logprobs_many);

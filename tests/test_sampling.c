@@ -448,6 +448,46 @@ TEST(test_logprobs_any_n) {
   free(x); free(top); ms_sampler_destroy(s);
 }
 
+/* A NaN or +Inf that the row masks: the row samples the rest, and raw
+   logprobs are the log-softmax of the finite logits (normaliser, rank and
+   list leave the bad value out); unmasked, the row fails. */
+TEST(test_masked_bad_values) {
+  enum { V = 50 };
+  float x[V];
+  ms_logprob top[3];
+  int32_t banned[1] = { 7 }, allowed[2] = { 3, 9 };
+  ms_sampler *s = sampler(V, 1);
+  int i, c, bad;
+  for (i = 0; i < V; i++) x[i] = rn();
+  x[3] = 5.0f; x[9] = 6.0f;   /* above the rest: the list is theirs */
+  for (bad = 0; bad < 2; bad++) {
+    for (c = 0; c < 3; c++) {
+      ms_params p = ms_params_default();
+      ms_output out;
+      double z = 0.0;
+      int above = 0;
+      x[7] = bad ? (float)NAN : INFINITY;
+      p.logprobs = 3; p.seed = 4; p.has_seed = 1;
+      if (c == 0) { p.banned_ids = banned; p.n_banned_ids = 1; }
+      if (c == 1) { p.allowed_ids = allowed; p.n_allowed_ids = 2; }
+      memset(&out, 0, sizeof out); out.top = top; out.top_capacity = 3;
+      if (c == 2 || (c == 0 && bad)) {   /* unmasked, or a NaN outside an allowed list's row */
+        CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &out), bad ? MS_ERR_NAN_LOGIT : MS_ERR_INF_LOGIT);
+        continue;
+      }
+      CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &out), MS_OK);
+      CHECK(out.token >= 0 && out.token != 7);
+      for (i = 0; i < V; i++) if (i != 7) { z += exp((double)x[i] - 6.0); above += x[i] > x[out.token]; }
+      CHECK_NEAR(out.logprob, (double)x[out.token] - 6.0 - log(z), 1e-5);
+      CHECK_EQ_INT(out.rank, 1 + above);
+      CHECK_EQ_INT(out.n_top, 3);
+      CHECK(top[0].token == 9 && top[1].token == 3 && top[2].token != 7);
+      CHECK_NEAR(top[0].logprob, -log(z), 1e-5);
+    }
+  }
+  ms_sampler_destroy(s);
+}
+
 /* Bad words: vLLM matches the output only, HF prompt + output; one-id
    words always; no_repeat_ngram and decay are HF-only. */
 TEST(test_bad_words_scope) {
@@ -485,6 +525,7 @@ TEST(test_bad_words_scope) {
 }
 
 int main(void) {
+  RUN(test_masked_bad_values);
   RUN(test_bad_words_scope);
   RUN(test_logprobs_any_n);
   RUN(test_bad_input_codes);

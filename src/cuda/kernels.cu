@@ -496,8 +496,7 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
 }
 
 /* Statistics of elements [beg, end) of row r by the whole block: the max of
-   the processed logits and its lowest index, NaN/+Inf flags of the raw
-   logits, and the raw log-sum-exp (online) when raw logprobs are asked
+   the processed logits and its lowest index, NaN/+Inf flags, and the raw log-sum-exp (online) when raw logprobs are asked
    for. Writes the processed logits to the work row for rows that need it.
    The result is valid in thread 0. */
 __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
@@ -516,15 +515,19 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
       if (x > m || (x == m && i < am)) { m = x; am = i; }
     });
   } else {
-    /* masks, bias, penalties (a call per element) or the raw log-sum-exp */
+    /* masks, bias, penalties (a call per element) or the raw log-sum-exp.
+       As the CPU: +Inf counts where it survives the masks (a processed
+       +Inf); NaN anywhere in the raw row, except that a row with allowed
+       ids is only those ids (the CPU reads no others) */
+    const int raw_nan = !(flags & F_ALLOWED);
     row_for<1>(raw, beg, end, [&](i32 i, float x) {
-      if (x != x) fl |= 1;
-      else if (x == ms_pos_inf()) fl |= 2;
       if (lse && x == x && x < ms_pos_inf()) {
         if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
         else sr = __fadd_rn(sr, ms_expf_dev(__fsub_rn(x, mr)));
       }
       const float l = pw ? pointwise(A, R, r, i, x) : x;
+      if (l != l || (raw_nan && x != x)) fl |= 1;
+      else if (l == ms_pos_inf()) fl |= 2;
       if (store) work[i] = l;
       if (l > m || (l == m && i < am)) { m = l; am = i; }
     });
@@ -1016,18 +1019,20 @@ template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *a
   return win;
 }
 
-/* The value of element i as a selection sees it: the row as is (raw), or
-   the kept set only (-inf elsewhere; processed logprobs). */
+/* The value of element i as a selection sees it: the row's finite logits
+   (raw: NaN and +Inf, which a row can hold only where it masks them, count
+   as -inf, as in the raw log-sum-exp), or the kept set only (-inf
+   elsewhere; processed logprobs). */
 struct LpVal {
   const float *p;
   u32 theta;
   i32 cut;
   int raw;
-  __device__ float operator()(i32 i) const {
-    float v = p[i];
-    if (raw) return v;
+  __device__ float of(i32 i, float v) const {   /* element i whose logit is v */
+    if (raw) return v < ms_pos_inf() ? v : ms_neg_inf();   /* (NaN < inf is false) */
     return kept_at(fkey(v), i, theta, cut) ? v : ms_neg_inf();
   }
+  __device__ float operator()(i32 i) const { return of(i, p[i]); }
 };
 
 /* The key of the k-th largest value among the elements whose key is
@@ -1047,7 +1052,7 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
     for (i32 b = threadIdx.x; b < nb; b += blockDim.x) hist[b] = 0u;
     __syncthreads();
     row_for<1>(vf.p, 0, V, [&](i32 i, float x) {
-      const u32 key = fkey(vf.raw || kept_at(fkey(x), i, vf.theta, vf.cut) ? x : ms_neg_inf());
+      const u32 key = fkey(vf.of(i, x));
       if (key >= lower && (key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
     });
     __syncthreads();
