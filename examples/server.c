@@ -636,7 +636,7 @@ static ms_result gpu_slot_begin(server *S, choice *c, const int32_t *prompt, int
   }
   if (n_prompt > 0 && (res = ms_cuda_upload(S->cu, S->d_prompt, prompt, sizeof(int32_t) * (size_t)n_prompt)) != MS_OK) return res;
   c->slot = S->free_slot[--S->n_free_slot];
-  return ms_cuda_seq_reset(S->cu, NULL, c->slot, S->d_prompt, n_prompt);
+  return ms_cuda_seq_reset(S->cu, NULL, c->slot, S->d_prompt, n_prompt, NULL);
 }
 
 /* Samples the step's k rows (S->logits, S->row_*) on the GPU into

@@ -1716,6 +1716,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   if (nt == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
   m = w->tv[0];
   ltok = use_raw ? R->x[token] : ms__eff(R, token);
+  if (nonfinite && !(ltok > -INFINITY && ltok < INFINITY)) ltok = -INFINITY;   /* (a forced token's own) */
   if (nonfinite) {
     z = 0.0;
     above = 0;

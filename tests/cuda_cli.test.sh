@@ -108,6 +108,8 @@ sets=(
   "--profile llamacpp --top-n-sigma 1.3 --top-k 80 --banned-ids 3,4"
   "--profile llamacpp --samplers kstm --top-k 60 --top-n-sigma 0.9 --temperature 0.8"
   "--profile hf --top-k 0 --bad-words 2,2,7;5;4,2,2,6 --no-repeat-ngram 2 --exp-decay 1,1.5 --eos-token-id 3 --prompt-ids 9,4,2 --output-ids 2,4,2,2"
+  "--budget 2 --budget-start 5 --budget-end 6,7 --prompt-ids 1,5 --output-ids 2,3 --temperature 0.8"
+  "--budget 3 --budget-start 5 --budget-end 6,7 --prompt-ids 5 --output-ids 6 --profile hf --top-k 20"
 )
 cat > $tmp/cmp.py <<'PY'
 import json, sys
@@ -147,7 +149,7 @@ for i in "${!sets[@]}"; do
   set -- ${sets[$i]}
   same "${pfx}probs_set$i" probs $bin probs --logits $tmp/l.bin --vocab 300 "$@"
   acc=""
-  case "${sets[$i]}" in *penalty*|*bad-words*) acc="--accept";; esac
+  case "${sets[$i]}" in *penalty*|*bad-words*|*budget*) acc="--accept";; esac
   same "${pfx}sample_set$i${acc:+_accept}" sample $bin sample --logits $tmp/l.bin --vocab 300 --seed 11 --draws 12 $acc "$@"
   mode=raw; [ $((i % 2)) = 1 ] && mode=processed
   same "${pfx}logprobs_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode "$@"

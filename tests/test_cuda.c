@@ -564,7 +564,7 @@ static void test_gpu_sequences_match_cpu(void) {
   CHECK(ms_seq_reset(s, prompt, 6, V, &p, 0) == MS_OK);
   CHECK(ms_cuda_malloc(cu, &dprompt, sizeof prompt) == MS_OK);
   CHECK(ms_cuda_upload(cu, dprompt, prompt, sizeof prompt) == MS_OK);
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, slot[0], dprompt, 6), MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, slot[0], dprompt, 6, NULL), MS_OK);
   memset(&b, 0, sizeof b);
   b.n_rows = 1; b.vocab = V; b.logits = t_dlogits; b.row_stride = (size_t)V; b.params = pp;
   b.slots = slot; b.accept = 1; b.tokens = t_dtokens;
@@ -617,7 +617,7 @@ static void test_gpu_greedy_batch_ends_in_stats(void) {
   if (!s) return;
   CHECK(ms_seq_reset(s, prompt, 3, V, &ps[1], 0) == MS_OK);
   CHECK(ms_cuda_upload(cu, dprompt, prompt, sizeof prompt) == MS_OK);
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, dprompt, 3), MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, dprompt, 3, NULL), MS_OK);
   memset(&b, 0, sizeof b);
   b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
   b.tokens = dt; b.out = dout;
@@ -820,7 +820,7 @@ static void test_gpu_features_match_cpu(void) {
         int32_t sl[40];
         for (j = 0; j < f->n_hist; j++) sl[j] = f->slot;
         CHECK(ms_cuda_upload(cu, dids, f->prompt, 24 * 4) == MS_OK);
-        CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, f->slot, f->n_prompt ? dids : NULL, f->n_prompt), MS_OK);
+        CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, f->slot, f->n_prompt ? dids : NULL, f->n_prompt, NULL), MS_OK);
         if (f->n_hist) {
           CHECK(ms_cuda_upload(cu, dids, f->hist, (size_t)f->n_hist * 4) == MS_OK);
           CHECK(ms_cuda_upload(cu, dslots, sl, (size_t)f->n_hist * 4) == MS_OK);
@@ -1011,7 +1011,7 @@ static void test_gpu_history_matches_cpu(void) {
       CHECK_EQ_INT(ms_seq_reset(h->seq, h->prompt, h->n_prompt, V, &h->p, 0), MS_OK);
       for (j = 0; j < h->n_out; j++) CHECK_EQ_INT(ms_seq_accept(h->seq, h->out[j]), MS_OK);
       CHECK(ms_cuda_upload(cu, dids, h->prompt, sizeof h->prompt) == MS_OK);
-      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, h->n_prompt ? dids : NULL, h->n_prompt), MS_OK);
+      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, h->n_prompt ? dids : NULL, h->n_prompt, NULL), MS_OK);
       seeds[r] = h->p.seed; pos[r] = ms_seq_position(h->seq);
       t_fill(x + r * V, V, 1.0f);
       for (j = 0; j < 8; j++) x[r * V + j] += 2.0f;   /* the history's ids are likely */
@@ -1104,7 +1104,7 @@ static void test_gpu_history_matches_cpu(void) {
       hr[r].n_prompt = 2; hr[r].prompt[0] = 1; hr[r].prompt[1] = 3;
       CHECK_EQ_INT(ms_seq_reset(hr[r].seq, hr[r].prompt, 2, V, &hr[r].p, 0), MS_OK);
       CHECK(ms_cuda_upload(cu, dids, hr[r].prompt, 8) == MS_OK);
-      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dids, 2), MS_OK);
+      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dids, 2, NULL), MS_OK);
     }
     b.positions = NULL; b.seeds = NULL; b.accept = 1;
     for (step = 0; step < 40; step++) {
@@ -1514,7 +1514,7 @@ static void test_gpu_penalty_rounding(void) {
   CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
   CHECK(ms_cuda_upload(cu, dh, hist, sizeof hist) == MS_OK);
   CHECK(ms_cuda_upload(cu, ds, sl3, sizeof sl3) == MS_OK);
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, NULL, 0), MS_OK);
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, NULL, 0, NULL), MS_OK);
   CHECK_EQ_INT(ms_cuda_seq_accept(cu, NULL, ds, dh, 3), MS_OK);
   memset(&b, 0, sizeof b);
   b.n_rows = 1; b.vocab = 64; b.logits = dl; b.row_stride = 64; b.params = pp; b.slots = slot; b.tokens = t_dtokens;
@@ -1567,7 +1567,7 @@ static void test_gpu_stage_order_per_profile(void) {
     ms_seq_destroy(s);
     /* the device sequence of slot r */
     CHECK(ms_cuda_upload(cu, dh, prompt, 4) == MS_OK);
-    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dh, 1), MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dh, 1, NULL), MS_OK);
     sl2[0] = sl2[1] = r;
     CHECK(ms_cuda_upload(cu, dh, out2, 8) == MS_OK && ms_cuda_upload(cu, ds, sl2, 8) == MS_OK);
     CHECK_EQ_INT(ms_cuda_seq_accept(cu, NULL, ds, dh, 2), MS_OK);
@@ -1889,7 +1889,7 @@ static void test_gpu_llamacpp_slots(void) {
     CHECK(ms_seq_create(&s[r], 64) == MS_OK);
     if (!s[r]) return;
     CHECK_EQ_INT(ms_seq_reset(s[r], prompt, 2, V, &ps[r], 0), MS_OK);
-    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dh, 2), MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, dh, 2, NULL), MS_OK);
   }
   memset(&b, 0, sizeof b);
   b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
@@ -1925,6 +1925,137 @@ static void test_gpu_llamacpp_slots(void) {
   CHECK_EQ_INT(rr[1], MS_ERR_UNSUPPORTED);
   for (r = 0; r < R; r++) ms_seq_destroy(s[r]);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dh);
+  ms_cuda_destroy(cu);
+}
+
+/* ---- the reasoning budget --------------------------------------------------------
+   Six slots with budgets (start 5, end 6 7; 0 to 4 tokens), generating 80
+   steps of a 16-token vocabulary against ms_seq / ms_sample, so spans open
+   and close in the prompt and the output, end sequences start and break
+   off, and forcing holds: every profile, greedy and sampled rows, a row
+   whose allowed ids leave the forced id out (they do not apply while it
+   is forced), raw and processed logprobs; the forced id's logit is -inf,
+   +Inf or NaN in some steps (it then counts as 0) with a NaN elsewhere
+   in the row (a forced row holds one id, so only the banned-free ones
+   fail). The state and tokens left against ms_seq_budget_state at the
+   end; then a slot reset without a budget stops forcing, and bad budgets
+   are refused. */
+static void test_gpu_budget_matches_cpu(void) {
+  enum { V = 16, R = 6, STEPS = 80 };
+  static const ms_profile profs[R] = { MS_PROFILE_VLLM, MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG,
+                                       MS_PROFILE_LLAMACPP, MS_PROFILE_VLLM };
+  static const int32_t start[1] = { 5 }, end[2] = { 6, 7 }, allowed[3] = { 1, 2, 5 };
+  static const int32_t prompt[R][4] = { { 1, 5, 2, 3 }, { 2, 2, 2, 5 }, { 5, 6, 3, 4 }, { 0, 1, 2, 3 }, { 5, 1, 6, 1 }, { 3, 5, 1, 1 } };
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t slots[R], tok[R], big[MS_BUDGET_MAX_IDS + 1];
+  ms_cuda_out out[R];
+  ms_result rr[R];
+  ms_logprob top[R * 2], ctop[2];
+  float x[R * V];
+  void *dl = NULL, *dt = NULL, *dout = NULL, *dh = NULL, *dtop = NULL;
+  ms_seq *s[R];
+  ms_cuda_batch b;
+  int step, i, r, same = 0, forced_steps = 0, states[4] = { 0, 0, 0, 0 };
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = R; d.max_vocab = V; d.max_slots = R;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, sizeof tok) == MS_OK &&
+        ms_cuda_malloc(cu, &dout, sizeof out) == MS_OK && ms_cuda_malloc(cu, &dh, sizeof prompt) == MS_OK &&
+        ms_cuda_malloc(cu, &dtop, sizeof top) == MS_OK);
+  CHECK(ms_cuda_upload(cu, dh, prompt, sizeof prompt) == MS_OK);
+  for (r = 0; r < R; r++) {
+    ms_params p = ms_params_profile_default(profs[r]);
+    p.budget_start = start; p.n_budget_start = 1; p.budget_end = end; p.n_budget_end = 2;
+    p.budget_tokens = r % 5;   /* 0: forcing from the start sequence on */
+    p.seed = 300u + (uint64_t)r; p.has_seed = 1;
+    if (r == 1) p.temperature = 0.0f;
+    if (r == 2) { p.logprobs = 2; p.logprobs_mode = MS_LOGPROBS_PROCESSED; }
+    if (r == 4) p.top_k = 6;
+    if (r == 5) { p.allowed_ids = allowed; p.n_allowed_ids = 3; p.logprobs = 2; }
+    ps[r] = p;
+    pp[r] = &ps[r];
+    slots[r] = r;
+    s[r] = NULL;
+    CHECK(ms_seq_create(&s[r], STEPS + 8) == MS_OK);
+    if (!s[r]) return;
+    CHECK_EQ_INT(ms_seq_reset(s[r], prompt[r], 4, V, &ps[r], 0), MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, (const int32_t *)dh + 4 * r, 4, &ps[r]), MS_OK);
+  }
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
+  b.tokens = dt; b.out = dout; b.row_results = rr; b.top = dtop; b.top_stride = 2;
+  for (step = 0; step < STEPS; step++) {
+    t_fill(x, R * V, 1.0f);
+    for (r = 0; r < R; r++) {
+      x[r * V + 5] += 1.5f; x[r * V + 6] += 1.0f; x[r * V + 7] += 1.0f;   /* spans open and close often */
+      if (step % 7 == 3) { x[r * V + 6] = -INFINITY; x[r * V + 7] = (step & 1) ? INFINITY : (float)NAN; x[r * V + 12] = (float)NAN; }
+    }
+    CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+    ms_cuda_sample(cu, NULL, &b);
+    CHECK(ms_cuda_download(cu, tok, dt, sizeof tok) == MS_OK && ms_cuda_download(cu, out, dout, sizeof out) == MS_OK &&
+          ms_cuda_download(cu, top, dtop, sizeof top) == MS_OK);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      const int forcing = ms_seq_budget_state(s[r], NULL) == MS_BUDGET_FORCING;
+      memset(&o, 0, sizeof o);
+      o.top = ctop; o.top_capacity = 2;
+      crc = ms_sample(t_cpu, x + r * V, V, &ps[r], s[r], &o);
+      CHECK_EQ_INT(out[r].status, (int)crc);
+      forced_steps += forcing && crc == MS_OK;
+      if (crc != MS_OK) continue;   /* a NaN the row can see: nothing accepted on either side */
+      CHECK_EQ_INT(tok[r], o.token);
+      if (ps[r].logprobs >= 0) {
+        /* (a forced token whose raw logit is not finite: -inf on both) */
+        CHECK(out[r].logprob == o.logprob || fabs((double)out[r].logprob - (double)o.logprob) <= 1e-4);
+        CHECK_EQ_INT(out[r].rank, o.rank);
+        CHECK_EQ_INT(out[r].n_top, o.n_top);
+        for (i = 0; i < o.n_top && i < out[r].n_top; i++) CHECK_EQ_INT(top[r * 2 + i].token, ctop[i].token);
+      }
+      same += tok[r] == o.token;
+      CHECK_EQ_INT(ms_seq_accept(s[r], o.token), MS_OK);
+    }
+    for (r = 0; r < R; r++) states[ms_seq_budget_state(s[r], NULL)]++;
+  }
+  for (r = 0; r < R; r++) {
+    ms_budget_state gs = MS_BUDGET_IDLE, cs;
+    int32_t gl = -1, cl = -1;
+    cs = ms_seq_budget_state(s[r], &cl);
+    CHECK_EQ_INT(ms_cuda_seq_budget_state(cu, r, &gs, &gl), MS_OK);
+    CHECK_EQ_INT((int)gs, (int)cs);
+    CHECK_EQ_INT(gl, cl);
+  }
+  printf("  %d tokens equal the CPU's, %d of them forced; states idle %d, counting %d, forcing %d, done %d\n", same,
+         forced_steps, states[0], states[1], states[2], states[3]);
+  CHECK(forced_steps >= 20 && states[1] >= 20 && states[3] >= 20 && same >= R * STEPS * 3 / 4);
+  /* a slot reset without a budget: nothing is forced, the state is idle */
+  {
+    ms_budget_state gs = MS_BUDGET_COUNTING;
+    int32_t left = -1;
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, (const int32_t *)dh + 4, 4, NULL), MS_OK);   /* prompt ends in 5 */
+    CHECK_EQ_INT(ms_cuda_seq_budget_state(cu, 1, &gs, NULL), MS_OK);
+    CHECK_EQ_INT((int)gs, (int)MS_BUDGET_IDLE);
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 1, (const int32_t *)dh + 4, 4, &ps[1]), MS_OK);
+    CHECK_EQ_INT(ms_cuda_seq_budget_state(cu, 1, &gs, &left), MS_OK);
+    CHECK_EQ_INT((int)gs, (int)MS_BUDGET_COUNTING);   /* a budget of 1, opened by the prompt */
+    CHECK_EQ_INT(left, 1);
+    CHECK_EQ_INT(ms_cuda_seq_budget_state(cu, R, &gs, NULL), MS_ERR_INVALID_PARAM);
+    CHECK_EQ_INT(ms_cuda_seq_budget_state(cu, 0, NULL, NULL), MS_ERR_NULL_ARGUMENT);
+  }
+  /* bad budgets, as ms_seq_reset refuses them */
+  for (i = 0; i <= MS_BUDGET_MAX_IDS; i++) big[i] = 1;
+  ps[0].budget_end = big; ps[0].n_budget_end = MS_BUDGET_MAX_IDS + 1;
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 4, &ps[0]), MS_ERR_CAPACITY);
+  big[0] = V;
+  ps[0].n_budget_end = 2;
+  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 4, &ps[0]), MS_ERR_TOKEN_OUT_OF_RANGE);
+  for (r = 0; r < R; r++) ms_seq_destroy(s[r]);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dh); ms_cuda_free(cu, dtop);
   ms_cuda_destroy(cu);
 }
 
@@ -2326,6 +2457,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_llamacpp_matches_cpu);
   RUN_GPU(test_gpu_llamacpp_slots);
   RUN_GPU(test_gpu_bad_values_where_masked);
+  RUN_GPU(test_gpu_budget_matches_cpu);
   RUN_GPU(test_gpu_top_list_skips_neg_inf);
   RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_logprobs_many);

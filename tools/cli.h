@@ -19,9 +19,12 @@ typedef struct ms_cli_gpu ms_cli_gpu;
    and sequences of up to `history` tokens. On failure msg says why (no driver, no GPU, no NVRTC, ...). */
 ms_result ms_cli_gpu_open(ms_cli_gpu **g, int32_t vocab, int32_t top, int32_t history, char *msg, size_t msg_size);
 void ms_cli_gpu_close(ms_cli_gpu *g);
-/* Uploads a row and restarts the slot: the prompt, then the output ids. */
+/* Uploads a row and restarts the slot: the prompt (with p's reasoning
+   budget, as ms_seq_reset), then the output ids. */
 ms_result ms_cli_gpu_begin_row(ms_cli_gpu *g, const float *row, const int32_t *prompt, int32_t n_prompt,
-                               const int32_t *output, int32_t n_output);
+                               const int32_t *output, int32_t n_output, const ms_params *p);
+/* The slot's reasoning budget state (ms_seq_budget_state's answer). */
+ms_result ms_cli_gpu_budget_state(ms_cli_gpu *g, ms_budget_state *state, int32_t *remaining);
 /* ms_probs / ms_sample on the GPU. The return is the call's (MS_ERR_UNSUPPORTED
    when the GPU path refuses p); a row error the device found (NaN, all
    masked) comes back as the return too, after the copy back. sample:

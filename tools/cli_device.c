@@ -66,7 +66,7 @@ ms_result ms_cli_gpu_open(ms_cli_gpu **out, int32_t vocab, int32_t top, int32_t 
 }
 
 ms_result ms_cli_gpu_begin_row(ms_cli_gpu *g, const float *row, const int32_t *prompt, int32_t n_prompt,
-                               const int32_t *output, int32_t n_output) {
+                               const int32_t *output, int32_t n_output, const ms_params *p) {
   size_t need = (size_t)n_prompt + 2 * (size_t)n_output, i;
   ms_result rc;
   if ((rc = ms_cuda_upload(g->cu, g->d_row, row, sizeof(float) * (size_t)g->vocab)) != MS_OK) return rc;
@@ -77,7 +77,7 @@ ms_result ms_cli_gpu_begin_row(ms_cli_gpu *g, const float *row, const int32_t *p
     g->ids_cap = need;
   }
   if (n_prompt > 0 && (rc = ms_cuda_upload(g->cu, g->d_ids, prompt, sizeof(int32_t) * (size_t)n_prompt)) != MS_OK) return rc;
-  if ((rc = ms_cuda_seq_reset(g->cu, NULL, 0, g->d_ids, n_prompt)) != MS_OK) return rc;
+  if ((rc = ms_cuda_seq_reset(g->cu, NULL, 0, g->d_ids, n_prompt, p)) != MS_OK) return rc;
   if (n_output > 0) {
     /* the output so far, as generated: every id into slot 0 */
     int32_t *h = (int32_t *)calloc(2 * (size_t)n_output, sizeof(int32_t));
@@ -90,6 +90,11 @@ ms_result ms_cli_gpu_begin_row(ms_cli_gpu *g, const float *row, const int32_t *p
     if ((rc = ms_cuda_seq_accept(g->cu, NULL, d_slots, d_slots + n_output, n_output)) != MS_OK) return rc;
   }
   return ms_cuda_sync(g->cu, NULL);
+}
+
+ms_result ms_cli_gpu_budget_state(ms_cli_gpu *g, ms_budget_state *state, int32_t *remaining) {
+  ms_result rc = ms_cuda_sync(g->cu, NULL);
+  return rc != MS_OK ? rc : ms_cuda_seq_budget_state(g->cu, 0, state, remaining);
 }
 
 /* One row through the GPU: probs (non-NULL) or a draw. */
@@ -148,7 +153,6 @@ const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
   if (p->eta_cutoff > 0.0f) return "--eta";
   if (p->min_tokens_to_keep > 1) return "--min-tokens-to-keep > 1";
   if (p->typical_p < 1.0f) return "--typical-p";
-  if (p->budget_tokens >= 0) return "--budget (the reasoning budget)";
   if (top > 1024) return "--top above 1024";
   return "an option of this row";
 }

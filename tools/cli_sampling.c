@@ -98,10 +98,10 @@ static void usage(const char *cmd, FILE *f) {
     "  --mode raw|processed         (logprobs) before any processing, or of the final distribution\n"
     "  --device cpu|cuda            where to sample (default cpu). cuda: the GPU path of\n"
     "                               mysample_cuda.h (driver and NVRTC loaded at run time), same\n"
-    "                               flags and output; what it does not implement (the sglang and\n"
-    "                               llamacpp profiles, bad words, no-repeat n-gram, exp. decay,\n"
-    "                               epsilon, eta, typical, min-tokens-to-keep > 1, the budget,\n"
-    "                               --top above 1024) exits with status 2 and says so; no usable\n"
+    "                               flags and output; what it does not implement (hf epsilon, eta,\n"
+    "                               typical and min-tokens-to-keep > 1; llamacpp mirostat, DRY and\n"
+    "                               chains without a leading --top-k; --top above 1024) exits with\n"
+    "                               status 2 and says so; no usable\n"
     "                               driver, GPU or NVRTC: status 3 ($MYSAMPLE_CUDA_DRIVER_PATH and\n"
     "                               $MYSAMPLE_NVRTC_PATH pick the libraries)\n"
     "A flag of another profile is refused with the profile's message (MS_ERR_UNSUPPORTED).\n"
@@ -390,7 +390,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
     if (fread(row, 4, (size_t)o.vocab, f) != (size_t)o.vocab) { fprintf(stderr, "mysample %s: short read\n", cmd); rc = 1; break; }
     /* every row starts from the same state (seed included) */
     if (ms_seq_copy(seq, base) != MS_OK) { fprintf(stderr, "mysample %s: sequence copy failed\n", cmd); rc = 1; break; }
-    if (gpu && (res = ms_cli_gpu_begin_row(gpu, row, o.prompt, o.n_prompt, o.output, o.n_output)) != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
+    if (gpu && (res = ms_cli_gpu_begin_row(gpu, row, o.prompt, o.n_prompt, o.output, o.n_output, &o.p)) != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
     if (!strcmp(cmd, "probs")) {
       int first = 1;
       /* the sequence's seed and position: XTC's coin reads them */
@@ -429,6 +429,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
         if (o.p.budget_tokens >= 0) {
           int32_t left = 0;
           ms_budget_state st = ms_seq_budget_state(seq, &left);
+          if (gpu && ms_cli_gpu_budget_state(gpu, &st, &left) != MS_OK) st = MS_BUDGET_IDLE;   /* the device slot's */
           printf(", \"budget\": {\"state\": \"%s\", \"remaining\": %d}", budget_state_name(st), (int)left);
         }
         printf("}\n");

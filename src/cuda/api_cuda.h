@@ -190,13 +190,32 @@ MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *ba
                               void *probs, size_t probs_stride);
 
 /* ---- device-side sequences ------------------------------------------------ */
-/* Starts a request in slot `slot`: clears its counters, marks the prompt
-   tokens (device int32[n_prompt], may be NULL when n_prompt is 0) for the
-   repetition penalty, keeps the prompt's last max_history tokens as the
-   start of its history and sets its output length to 0. Asynchronous on
-   stream. Returns MS_OK, MS_ERR_INVALID_PARAM (slot), MS_ERR_NULL_ARGUMENT
-   or MS_ERR_DEVICE. Thread safety: one call at a time per ms_cuda. */
-MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt);
+/* Starts a request in slot `slot`, as ms_seq_reset does a host sequence:
+   clears its counters, marks the prompt tokens (device int32[n_prompt],
+   may be NULL when n_prompt is 0) for the repetition penalty, keeps the
+   prompt's last max_history tokens as the start of its history and sets
+   its output length to 0. params (host, may be NULL) gives the slot its
+   reasoning budget (budget_tokens >= 0 with start and end sequences; the
+   slot has none otherwise), whose state machine then runs over the prompt
+   on the device and over every token the slot accepts; while it forces
+   its end sequence, the slot's rows sample the forced token (the later
+   rows' own budget fields are not read, as on the CPU). Asynchronous on
+   stream (the budget travels in the kernel's arguments: nothing to keep
+   alive). Returns MS_OK, MS_ERR_INVALID_PARAM (slot), MS_ERR_NULL_ARGUMENT,
+   MS_ERR_CAPACITY (a budget sequence longer than MS_BUDGET_MAX_IDS),
+   MS_ERR_TOKEN_OUT_OF_RANGE (a budget id outside [0, max_vocab)) or
+   MS_ERR_DEVICE. Thread safety: one call at a time per ms_cuda. */
+MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt,
+                                  const ms_params *params);
+
+/* The reasoning budget's state of slot `slot` (ms_seq_budget_state's
+   answer for the device sequence) and, while counting, the tokens left
+   (0 otherwise; remaining may be NULL). Reads the device synchronously
+   (the default stream): call once the slot's work is done (ms_cuda_sync),
+   e.g. in tools and tests. Returns MS_OK, MS_ERR_NULL_ARGUMENT (cu,
+   state), MS_ERR_INVALID_PARAM (slot) or MS_ERR_DEVICE. Thread safety:
+   one call at a time per ms_cuda. */
+MSDEF ms_result ms_cuda_seq_budget_state(ms_cuda *cu, int32_t slot, ms_budget_state *state, int32_t *remaining);
 
 /* Appends tokens[j] to slot slots[j] for j < n (both device int32 arrays),
    for tokens chosen outside ms_cuda_sample (e.g. speculative decoding); a

@@ -23,6 +23,8 @@
 #define MS__CUDA_F_LLPEN    1048576 /* llama.cpp penalties over a window of the slot's history */
 #define MS__CUDA_F_LLAMA    262144 /* llama.cpp: exactly top_k, then its list stages in ms_k_row */
 #define MS__CUDA_F_SIGMA    2097152 /* llama.cpp: top-n-sigma on the whole row before top_k (ms_k_list) */
+#define MS__CUDA_F_BUDGET   4194304 /* the slot has a reasoning budget (ms_k_mask may force a token) */
+#define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
 #define MS__CUDA_MAX_PARTS 32
 #define MS__CUDA_SEL_BYTES 41120   /* sizeof(struct Sel) in kernels.cu */
@@ -64,7 +66,7 @@ typedef struct ms__cuda_row {
   float ll_typical, ll_xtc_p, ll_xtc_t, ll_dyn_range, ll_dyn_exp;
   int32_t ll_min_keep;
   float ll_sigma;
-  int32_t ll_pad[2];
+  int32_t forced, pad;
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -75,6 +77,7 @@ typedef struct ms__cuda_args {
   uint64_t sel;
   uint64_t hist;
   int32_t hist_cap, hist_pad;
+  uint64_t budget;
 } ms__cuda_args;
 
 /* struct SeqArgs in kernels.cu. */
@@ -83,12 +86,15 @@ typedef struct ms__cuda_seq_args {
   int32_t slot, n, vocab, n_slots;
   uint64_t hist;
   int32_t hist_cap, hist_pad;
+  uint64_t budget;
+  int32_t bud_tokens, bud_n_start, bud_n_end, bud_pad;
+  int32_t bud_ids[2 * MS_BUDGET_MAX_IDS];
 } ms__cuda_seq_args;
 
 /* Layout checks (a negative array size fails the build). */
 typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 192) ? 1 : -1];
-typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 176) ? 1 : -1];
-typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 72) ? 1 : -1];
+typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 184) ? 1 : -1];
+typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 352) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
 typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
 
@@ -167,11 +173,12 @@ struct ms_cuda {
   int32_t max_rows, max_vocab, max_slots, words, split;
   int32_t hist_cap;       /* tokens of history per slot (ms_cuda_desc.max_history) */
   uint32_t *slot_mark;    /* host: per slot, the last call whose rows accept into it (one accepting row per slot) */
+  uint8_t *slot_budget;   /* host: per slot, 1 when its last ms_cuda_seq_reset gave it a reasoning budget */
   uint32_t call_no;
   int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
   int32_t extra_words;
   size_t blob_bytes;
-  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist;
+  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget;
   void *stage[2];
   ms__CUhandle ev[2];
   int ev_used[2];
@@ -211,6 +218,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += rows * 4;                                                         /* tokens */
   n += S * V * 4 + S * 4;                                                /* sequences */
   n += S * ((size_t)ms__cuda_hist_cap(d) + 1) * 4;                       /* their histories */
+  n += S * MS__CUDA_BUD_WORDS * 4;                                       /* their reasoning budgets */
   return n;
 }
 
@@ -245,6 +253,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
     if (cu->d_seq_state) d->mem_free(cu->d_seq_state);
     if (cu->d_seq_len) d->mem_free(cu->d_seq_len);
     if (cu->d_hist) d->mem_free(cu->d_hist);
+    if (cu->d_budget) d->mem_free(cu->d_budget);
     for (i = 0; i < 2; i++) {
       if (cu->stage[i]) d->mem_free_host(cu->stage[i]);
       if (cu->ev[i]) d->event_destroy(cu->ev[i]);
@@ -254,6 +263,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
   }
   if (cu->owns_primary) d->primary_release(cu->device);
   MS__CU_FREE(cu->slot_mark);
+  MS__CU_FREE(cu->slot_budget);
   MS__CU_FREE(cu);
 }
 
@@ -287,8 +297,14 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   cu->hist_cap = ms__cuda_hist_cap(desc);
   if (cu->max_slots > 0) {
     cu->slot_mark = (uint32_t *)MS__CU_MALLOC((size_t)cu->max_slots * sizeof *cu->slot_mark);
-    if (!cu->slot_mark) { MS__CU_FREE(cu); ms__cu_msg(msg, msg_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
+    cu->slot_budget = (uint8_t *)MS__CU_MALLOC((size_t)cu->max_slots);
+    if (!cu->slot_mark || !cu->slot_budget) {
+      MS__CU_FREE(cu->slot_mark); MS__CU_FREE(cu->slot_budget); MS__CU_FREE(cu);
+      ms__cu_msg(msg, msg_size, "out of memory");
+      return MS_ERR_OUT_OF_MEMORY;
+    }
     memset(cu->slot_mark, 0, (size_t)cu->max_slots * sizeof *cu->slot_mark);
+    memset(cu->slot_budget, 0, (size_t)cu->max_slots);
   }
   cu->topp_bins = desc->topp == MS_CUDA_TOPP_BINS;
   if (desc->topp == MS_CUDA_TOPP_DEFAULT) {
@@ -371,7 +387,8 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (e = d->mem_alloc(&cu->d_tokens, rows * 4)) != MS__CUDA_SUCCESS ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS) ||
-      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_hist, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1) * 4)) != MS__CUDA_SUCCESS)) {
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_hist, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1) * 4)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_budget, (size_t)cu->max_slots * MS__CUDA_BUD_WORDS * 4)) != MS__CUDA_SUCCESS)) {
     ms__cu_msg(msg, msg_size, "cuMemAlloc (%llu bytes in all): %s", (unsigned long long)ms_cuda_workspace_size(desc), ms__cu_errstr(e));
     goto fail;
   }
@@ -388,6 +405,8 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_hist, 0u, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1), NULL)) != MS__CUDA_SUCCESS) ||
+      /* no budgets: word 0 of each is -1 */
+      (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_budget, 0xffffffffu, (size_t)cu->max_slots * MS__CUDA_BUD_WORDS, NULL)) != MS__CUDA_SUCCESS) ||
       (e = d->ctx_synchronize()) != MS__CUDA_SUCCESS) {
     ms__cu_msg(msg, msg_size, "clearing the workspace: %s", ms__cu_errstr(e));
     rc = MS_ERR_DEVICE;
@@ -444,14 +463,13 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     int32_t slot = b->slots ? b->slots[r] : -1, ll_stages = 0;
     float T;
     memset(R, 0, sizeof *R);
-    R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f;
+    R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f; R->forced = -1;
     rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
     if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
     if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma))
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
     if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->hook_stage != MS_HOOK_OFF ||
-                        p->budget_tokens >= 0 ||
                         (p->profile != MS_PROFILE_LLAMACPP && (p->min_tokens_to_keep > 1 || p->typical_p < 1.0f))))
       rc = MS_ERR_UNSUPPORTED;
     /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
@@ -610,7 +628,12 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       used += 2 * (size_t)n;
       flags |= MS__CUDA_F_BIAS;
     }
-    if (p->allowed_ids || p->token_bitmask || R->n_banned > 0 || (flags & (MS__CUDA_F_MINTOK | MS__CUDA_F_BADW | MS__CUDA_F_NGRAM)))
+    /* a slot with a reasoning budget: the device decides each step whether
+       it forces a token (the budget itself came with ms_cuda_seq_reset, as
+       the CPU's with ms_seq_reset: this row's budget fields are not read) */
+    if (slot >= 0 && cu->slot_budget[slot]) flags |= MS__CUDA_F_BUDGET;
+    if (p->allowed_ids || p->token_bitmask || R->n_banned > 0 ||
+        (flags & (MS__CUDA_F_MINTOK | MS__CUDA_F_BADW | MS__CUDA_F_NGRAM | MS__CUDA_F_BUDGET)))
       flags |= MS__CUDA_F_MASK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_DECAY | MS__CUDA_F_LLPEN)) flags |= MS__CUDA_F_WORK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_LLPEN)) *needs |= MS__CUDA_N_MASK;
@@ -712,6 +735,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.n_slots = cu->max_slots;
   A.hist = (uint64_t)cu->d_hist;
   A.hist_cap = cu->hist_cap;
+  A.budget = (uint64_t)cu->d_budget;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
@@ -763,31 +787,61 @@ MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *ba
 
 /* -- device-side sequences ----------------------------------------------------- */
 
-MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt) {
+MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt,
+                                  const ms_params *params) {
   const ms__cu_driver *d = &ms__cu_g.drv;
   ms__cuda_seq_args S;
   ms_result rc = MS_OK;
-  int pushed = 0;
+  int pushed = 0, i;
   unsigned grid;
   if (!cu) return MS_ERR_NULL_ARGUMENT;
   if (slot < 0 || slot >= cu->max_slots || n_prompt < 0) return MS_ERR_INVALID_PARAM;
   if (n_prompt > 0 && !prompt) return MS_ERR_NULL_ARGUMENT;
+  memset(&S, 0, sizeof S);
+  S.bud_tokens = -1;
+  if (params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
+      params->budget_start && params->budget_end) {
+    /* the reasoning budget, as ms_seq_reset takes it */
+    if (params->n_budget_start > MS_BUDGET_MAX_IDS || params->n_budget_end > MS_BUDGET_MAX_IDS) return MS_ERR_CAPACITY;
+    for (i = 0; i < params->n_budget_start; i++)
+      if (params->budget_start[i] < 0 || params->budget_start[i] >= cu->max_vocab) return MS_ERR_TOKEN_OUT_OF_RANGE;
+    for (i = 0; i < params->n_budget_end; i++)
+      if (params->budget_end[i] < 0 || params->budget_end[i] >= cu->max_vocab) return MS_ERR_TOKEN_OUT_OF_RANGE;
+    S.bud_tokens = params->budget_tokens;
+    S.bud_n_start = params->n_budget_start;
+    S.bud_n_end = params->n_budget_end;
+    memcpy(S.bud_ids, params->budget_start, (size_t)params->n_budget_start * 4);
+    memcpy(S.bud_ids + MS_BUDGET_MAX_IDS, params->budget_end, (size_t)params->n_budget_end * 4);
+  }
   if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
   if (d->memset_d32_async(cu->d_seq_state + (ms__CUdeviceptr)slot * (ms__CUdeviceptr)cu->max_vocab * 4u, 0u,
                           (size_t)cu->max_vocab, stream) != MS__CUDA_SUCCESS) rc = MS_ERR_DEVICE;
   if (rc == MS_OK) {
-    memset(&S, 0, sizeof S);
     S.seq_state = (uint64_t)cu->d_seq_state; S.seq_len = (uint64_t)cu->d_seq_len;
     S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)prompt;
     S.slot = slot; S.n = n_prompt; S.vocab = cu->max_vocab; S.n_slots = cu->max_slots;
     S.hist = (uint64_t)cu->d_hist; S.hist_cap = cu->hist_cap;
+    S.budget = (uint64_t)cu->d_budget;
     grid = (unsigned)((n_prompt + MS__CUDA_THREADS - 1) / MS__CUDA_THREADS);
     if (grid < 1) grid = 1;
     if (grid > 1024) grid = 1024;
     rc = ms__cuda_launch(cu->fn[MS__K_SEQ_PROMPT], grid, 1, MS__CUDA_THREADS, stream, &S);
   }
+  if (rc == MS_OK) cu->slot_budget[slot] = S.bud_tokens >= 0;
   ms__cuda_leave(pushed);
   return rc;
+}
+
+MSDEF ms_result ms_cuda_seq_budget_state(ms_cuda *cu, int32_t slot, ms_budget_state *state, int32_t *remaining) {
+  int32_t b[8];
+  ms_result rc;
+  if (!cu || !state) return MS_ERR_NULL_ARGUMENT;
+  if (slot < 0 || slot >= cu->max_slots) return MS_ERR_INVALID_PARAM;
+  rc = ms_cuda_download(cu, b, (const void *)(uintptr_t)(cu->d_budget + (ms__CUdeviceptr)slot * MS__CUDA_BUD_WORDS * 4u), sizeof b);
+  if (rc != MS_OK) return rc;
+  *state = b[0] < 0 ? MS_BUDGET_IDLE : (ms_budget_state)b[3];
+  if (remaining) *remaining = b[0] >= 0 && b[3] == MS_BUDGET_COUNTING ? b[4] : 0;
+  return MS_OK;
 }
 
 MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots, const void *tokens, int32_t n) {
@@ -802,6 +856,7 @@ MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots,
   S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)tokens; S.slots = (uint64_t)(uintptr_t)slots;
   S.slot = -1; S.n = n; S.vocab = cu->max_vocab; S.n_slots = cu->max_slots;
   S.hist = (uint64_t)cu->d_hist; S.hist_cap = cu->hist_cap;
+  S.budget = (uint64_t)cu->d_budget;
   /* one block: a slot's tokens enter its history in order */
   rc = ms__cuda_launch(cu->fn[MS__K_SEQ_ACCEPT], 1, 1, MS__CUDA_THREADS, stream, &S);
   ms__cuda_leave(pushed);

@@ -82,6 +82,7 @@ typedef unsigned long long u64;
 #define F_LLAMA    262144 /* llama.cpp: exactly top_k (ties by id) by the count passes, then its list
                              stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
 #define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
+#define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -110,7 +111,8 @@ struct Row {
   float ll_dyn_range, ll_dyn_exp;          /* ... dynamic temperature (range > 0), ... */
   i32 ll_min_keep;                         /* ... min_keep ... */
   float ll_sigma;                          /* ... and top-n-sigma's n (F_SIGMA, or stage 6) */
-  i32 ll_pad[2];
+  i32 forced;             /* F_BUDGET: the token the budget forces (ms_k_mask writes it; -1: none) */
+  i32 pad;
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -121,6 +123,7 @@ struct Args {
   u64 sel;
   u64 hist;               /* the slots' histories: see SeqArgs */
   i32 hist_cap, hist_pad;
+  u64 budget;             /* the slots' reasoning budgets: MS_BUD_WORDS words each (budget_step) */
 };
 
 /* Per-chunk statistics of a row (ms_k_stats -> ms_k_row). */
@@ -439,6 +442,8 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
   if (R.flags & F_MASK) {
     u32 w = ((const u32 *)A.allow_bits)[wbase];
     if (!((w >> (i & 31)) & 1u)) return ms_neg_inf();
+    /* a forced token keeps its logit, or 0 where the model gave it none */
+    if (i == R.forced && !(x > ms_neg_inf() && x < ms_pos_inf())) x = 0.0f;
   }
   /* the masked stay -inf whatever the order; bias and penalties do not
      commute: vLLM and HF add the bias first, SGLang last */
@@ -518,8 +523,9 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
     /* masks, bias, penalties (a call per element) or the raw log-sum-exp.
        As the CPU: +Inf counts where it survives the masks (a processed
        +Inf); NaN anywhere in the raw row, except that a row with allowed
-       ids is only those ids (the CPU reads no others) */
-    const int raw_nan = !(flags & F_ALLOWED);
+       ids, or one a budget forces, is only those ids (the CPU reads no
+       others) */
+    const int raw_nan = !(flags & F_ALLOWED) && R.forced < 0;
     row_for<1>(raw, beg, end, [&](i32 i, float x) {
       if (lse && x == x && x < ms_pos_inf()) {
         if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
@@ -755,6 +761,50 @@ __device__ __forceinline__ i32 *slot_hist(u64 hist, i32 cap, i32 slot) {
 /* The place of token a (from the prompt's start) in a slot's history h. */
 __device__ __forceinline__ i32 *hist_at(i32 *h, i32 cap, u64 a) { return h + 1 + (i32)(a % (u64)cap); }
 
+/* A slot's reasoning budget (src/impl_seq.c's state machine): words
+   [0] budget tokens (-1: none), [1] [2] the start and end sequences'
+   lengths, [3] the state, [4] tokens left, [5] [6] the matched prefixes of
+   start and end, [7] the next end id to force, then the start ids and the
+   end ids (MS_BUD_MAX each). */
+#define MS_BUD_MAX 32
+#define MS_BUD_WORDS (8 + 2 * MS_BUD_MAX)
+#define B_IDLE 0
+#define B_COUNTING 1
+#define B_FORCING 2
+#define B_DONE 3
+__device__ __forceinline__ i32 *slot_budget(u64 budget, i32 slot) { return (i32 *)budget + (u64)slot * MS_BUD_WORDS; }
+/* One step of a sequence matcher: a mismatch restarts (at 1 when the token
+   opens the sequence again). */
+__device__ __forceinline__ i32 bud_match(const i32 *sq, i32 n, i32 at, i32 token) {
+  if (n <= 0) return 0;
+  if (sq[at] == token) return at + 1;
+  return sq[0] == token ? 1 : 0;
+}
+/* The state machine, driven by every token of the sequence (prompt too). */
+__device__ void budget_step(i32 *b, i32 token) {
+  const i32 *start = b + 8, *end = b + 8 + MS_BUD_MAX;
+  if (b[0] < 0) return;
+  switch (b[3]) {
+    case B_IDLE:
+    case B_DONE:   /* a new start sequence re-arms the budget */
+      b[5] = bud_match(start, b[1], b[5], token);
+      if (b[5] == b[1]) { b[5] = 0; b[6] = 0; b[4] = b[0]; b[3] = b[0] > 0 ? B_COUNTING : B_FORCING; b[7] = 0; }
+      break;
+    case B_COUNTING:
+      b[6] = bud_match(end, b[2], b[6], token);
+      if (b[6] == b[2]) { b[3] = B_DONE; b[6] = 0; break; }
+      if (--b[4] <= 0) { b[3] = B_FORCING; b[7] = b[6]; }   /* a partly written end sequence goes on */
+      break;
+    case B_FORCING:
+      b[7] = token == end[b[7]] ? b[7] + 1 : 0;   /* another token: force from the start */
+      if (b[7] >= b[2]) b[3] = B_DONE;
+      break;
+    default: break;
+  }
+}
+/* The token a slot's budget forces now, or -1. */
+__device__ __forceinline__ i32 budget_forced(const i32 *b) { return b[0] >= 0 && b[3] == B_FORCING ? b[8 + MS_BUD_MAX + b[7]] : -1; }
+
 /* The row's result (one thread): the token, its ms_cuda_out, and for an
    accepted token the slot's counter, history and length. status != 0: token -1. */
 __device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 status, float lp, i32 rank, i32 n_top,
@@ -774,6 +824,7 @@ __device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 st
       *hist_at(h, A.hist_cap, (u64)(u32)h[0] + (u64)(u32)*len) = token;
     }
     *len += 1;
+    if (A.budget) budget_step(slot_budget(A.budget, R.slot), token);
   }
 }
 
@@ -848,10 +899,17 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
   const i32 W = (V + 31) >> 5;   /* the words this batch uses: the bitmask in the blob has no more */
   if (flags & F_MASK) {
     const u32 *bm = R.bitmask_off >= 0 ? (const u32 *)(blob + R.bitmask_off) : (const u32 *)0;
+    /* a reasoning budget forcing its end sequence: the row is that token
+       (the allowed ids and the bitmask do not apply; the other masks do),
+       as on the CPU */
+    i32 fz = (flags & F_BUDGET) ? budget_forced(slot_budget(A.budget, R.slot)) : -1;
+    if (fz >= V) fz = -1;
+    const int allowed = (flags & F_ALLOWED) && fz < 0;
     for (i32 w = threadIdx.x; w < W; w += blockDim.x)
-      ab[w] = (flags & F_ALLOWED) ? 0u : (bm ? bm[w] : 0xffffffffu);
+      ab[w] = fz >= 0 ? (w == (fz >> 5) ? 1u << (fz & 31) : 0u) : allowed ? 0u : (bm ? bm[w] : 0xffffffffu);
+    if ((flags & F_BUDGET) && threadIdx.x == 0) ((Row *)A.blob)[r].forced = fz;
     __syncthreads();
-    if (flags & F_ALLOWED) {
+    if (allowed) {
       for (i32 j = threadIdx.x; j < R.n_allowed; j += blockDim.x) {
         i32 t = blob[R.allowed_off + j];
         if (t >= 0 && t < V) atomicOr(&ab[t >> 5], 1u << (t & 31));
@@ -2099,6 +2157,9 @@ struct SeqArgs {
   i32 slot, n, vocab, n_slots;
   u64 hist;               /* 0, or per slot 1 + hist_cap words (slot_hist) */
   i32 hist_cap, hist_pad;
+  u64 budget;             /* per slot MS_BUD_WORDS words (slot_budget) */
+  i32 bud_tokens, bud_n_start, bud_n_end, bud_pad;   /* ms_k_seq_prompt: the slot's budget (-1: none) */
+  i32 bud_ids[2 * MS_BUD_MAX];                        /* ... its start ids, then its end ids */
 };
 
 #if MS_IN_UNIT(3)
@@ -2117,6 +2178,13 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     ((i32 *)S.seq_len)[S.slot] = 0;
     if (h) h[0] = S.n;
+    /* the budget, then its state machine over the prompt (one thread: the
+       states follow one another) */
+    i32 *b = slot_budget(S.budget, S.slot);
+    b[0] = S.bud_tokens; b[1] = S.bud_n_start; b[2] = S.bud_n_end;
+    b[3] = B_IDLE; b[4] = 0; b[5] = 0; b[6] = 0; b[7] = 0;
+    for (i32 j = 0; j < 2 * MS_BUD_MAX; j++) b[8 + j] = S.bud_ids[j];
+    if (S.bud_tokens >= 0) for (i32 j = 0; j < S.n; j++) budget_step(b, ids[j]);
   }
 }
 #endif
@@ -2129,7 +2197,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
    the ring), and the last of them writes the new length after every
    thread has read the old one. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
-  __shared__ i32 s_slot[MS_ST];
+  __shared__ i32 s_slot[MS_ST], s_tok[MS_ST];
   const i32 *ids = (const i32 *)S.ids;
   const i32 *slots = (const i32 *)S.slots;
   const i32 tid = threadIdx.x;
@@ -2139,6 +2207,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
     const i32 t = j < S.n ? ids[j] : -1, s = j < S.n ? slots[j] : -1;
     const int valid = s >= 0 && s < S.n_slots && t >= 0 && t < S.vocab;
     s_slot[tid] = valid ? s : -1;
+    s_tok[tid] = t;
     __syncthreads();
     i32 before = 0, after = 0, len = 0;
     if (valid) {
@@ -2155,6 +2224,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
       }
       if (!after) ((i32 *)S.seq_len)[s] = len + before + 1;
     }
+    if (tid == 0)   /* the budgets, token by token in j order */
+      for (i32 q = 0; q < MS_ST && base + q < S.n; q++)
+        if (s_slot[q] >= 0) budget_step(slot_budget(S.budget, s_slot[q]), s_tok[q]);
     __syncthreads();
   }
 }
