@@ -110,6 +110,9 @@ sets=(
   "--profile hf --top-k 0 --bad-words 2,2,7;5;4,2,2,6 --no-repeat-ngram 2 --exp-decay 1,1.5 --eos-token-id 3 --prompt-ids 9,4,2 --output-ids 2,4,2,2"
   "--budget 2 --budget-start 5 --budget-end 6,7 --prompt-ids 1,5 --output-ids 2,3 --temperature 0.8"
   "--budget 3 --budget-start 5 --budget-end 6,7 --prompt-ids 5 --output-ids 6 --profile hf --top-k 20"
+  "--profile hf --top-k 0 --top-p 0.95 --epsilon 0.003 --temperature 0.9"
+  "--profile hf --top-k 40 --eta 0.002 --min-p 0.01"
+  "--profile hf --top-k 0 --epsilon 0.001 --eta 0.01"
 )
 cat > $tmp/cmp.py <<'PY'
 import json, sys
@@ -173,7 +176,7 @@ refused() { # name, what the message names, args...
 refused llamacpp_mirostat "--mirostat" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --mirostat 2 --seed 1
 refused llamacpp_no_top_k "first acting stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-k 0
 refused llamacpp_sigma_no_top_k "first acting stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-n-sigma 1 --samplers spt
-refused epsilon "--epsilon" probs --logits $tmp/l.bin --vocab 300 --profile hf --epsilon 0.001
+refused typical "--typical-p" probs --logits $tmp/l.bin --vocab 300 --profile hf --typical-p 0.9
 refused top_2000 "--top above 1024" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
 # a row the sampler cannot sample: status 3 on both devices
 for dev in cpu cuda; do

@@ -55,7 +55,7 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 8);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list */
+  CHECK(info.n_kernels == 9);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps */
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
@@ -1928,6 +1928,123 @@ static void test_gpu_llamacpp_slots(void) {
   ms_cuda_destroy(cu);
 }
 
+/* ---- HF epsilon and eta ------------------------------------------------------------
+   Random HF rows with epsilon and / or eta after top_k (both routes),
+   top_p and min_p, raw and processed logprobs, against ms_probs /
+   ms_sample. The CPU sums the kept mass (and eta's entropy) in float
+   blocks, the device in double: a row that differs passes when the CPU
+   with the cutoffs moved by 2e-5 either way gives the device's result (a
+   weight sat between the two cuts). Then kept counts against the
+   definition in double, away from the cut. */
+static int t_eps_rounding(const float *x, int V, const ms_params *p, const float *probs, int32_t tok, const ms_cuda_out *out,
+                          const ms_logprob *top, float *cprobs, ms_logprob *ctop) {
+  int side;
+  for (side = -1; side <= 1; side += 2) {
+    ms_params q = *p;
+    ms_output o;
+    ms_result crc;
+    double e;
+    q.epsilon_cutoff = p->epsilon_cutoff * (1.0f + (float)side * 2e-5f);
+    q.eta_cutoff = p->eta_cutoff * (1.0f + (float)side * 2e-5f);
+    if (!t_row_differs(t_cpu, x, V, &q, probs, tok, out, top, 4, cprobs, ctop, &o, &crc, &e)) return 1;
+  }
+  return 0;
+}
+
+static void test_gpu_hf_epsilon_eta(void) {
+  enum { R = 8, VMAX = 6000 };
+  static const int vocabs[] = { 40, 900, VMAX };
+  static const int32_t ks[] = { 0, 0, 5, 50, 1500 };
+  static float x[R * VMAX], probs[R * VMAX], cprobs[VMAX];
+  static ms_logprob top[R * 4], ctop[4];
+  ms_cuda *cu = NULL;
+  t_dev g;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R];
+  ms_cuda_out out[R];
+  int it, r, i, rows = 0, bad = 0, tolerated = 0, cut_rows = 0, iters;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, VMAX, 0, 0, 4)) return;
+  iters = t_small() ? 16 : 80;
+  for (it = 0; it < iters; it++) {
+    const int V = vocabs[it % 3];
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_profile_default(MS_PROFILE_HF);
+      const int which = (int)t_rand(3);   /* epsilon, eta, both */
+      p.top_k = ks[t_rand(5)];
+      if (t_rand(3) == 0) p.top_p = (float)(0.5 + 0.5 * t_unif());
+      if (t_rand(4) == 0) p.min_p = (float)(0.02 * t_unif());
+      if (which != 1) p.epsilon_cutoff = (float)exp(log(1e-4) + t_unif() * (log(0.05) - log(1e-4)));
+      if (which != 0) p.eta_cutoff = (float)exp(log(1e-4) + t_unif() * (log(0.05) - log(1e-4)));
+      p.temperature = (float)(0.4 + 1.2 * t_unif());
+      p.seed = 500u + (uint64_t)(it * R + r); p.has_seed = 1;
+      if (t_rand(2)) { p.logprobs = (int32_t)t_rand(5); p.logprobs_mode = t_rand(2) ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW; }
+      t_fill(x + (size_t)r * V, V, t_rand(2) ? 2.5f : 1.0f);
+      if (t_rand(4) == 0) for (i = 0; i < V; i++) x[(size_t)r * V + i] = t_bf16(x[(size_t)r * V + i]);
+      ps[r] = p;
+      pp[r] = &ps[r];
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 4, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      const float *xr = x + (size_t)r * V, *pr = probs + (size_t)r * V;
+      rows++;
+      if (!t_row_differs(t_cpu, xr, V, &ps[r], pr, tok[r], &out[r], top + r * 4, 4, cprobs, ctop, &o, &crc, &e)) continue;
+      if (t_eps_rounding(xr, V, &ps[r], pr, tok[r], &out[r], top + r * 4, cprobs, ctop)) { tolerated++; continue; }
+      if (++bad <= 8)
+        printf("  it %d row %d V %d (k %d p %g minp %g eps %g eta %g T %g): status %d / %d, max |dp| %.3g, token %d / %d\n", it, r, V,
+               ps[r].top_k, (double)ps[r].top_p, (double)ps[r].min_p, (double)ps[r].epsilon_cutoff, (double)ps[r].eta_cutoff,
+               (double)ps[r].temperature, out[r].status, (int)crc, e, tok[r], o.token);
+    }
+  }
+  printf("  %d HF rows with epsilon / eta: %d differ (%d within the cut's rounding)\n", rows, bad, tolerated);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(tolerated * 50 <= rows);
+
+  /* the kept count by the definition: epsilon alone (rows 0-3), eta alone
+     (4-7), on the whole row at T = 1 */
+  for (it = 0; it < 3; it++) {
+    const int V = VMAX;
+    int expect[R];
+    for (r = 0; r < R; r++) {
+      float *xr = x + (size_t)r * V;
+      ps[r] = ms_params_profile_default(MS_PROFILE_HF);
+      ps[r].top_k = 0; ps[r].seed = 9; ps[r].has_seed = 1;
+      if (r < 4) ps[r].epsilon_cutoff = 0.0005f * (float)(1 + r); else ps[r].eta_cutoff = 0.002f * (float)(r - 3);
+      pp[r] = &ps[r];
+      for (;;) {
+        double z = 0.0, zy = 0.0, cut, m = -1e30;
+        int near = 0;
+        t_fill(xr, V, 2.0f);
+        for (i = 0; i < V; i++) if (xr[i] > m) m = xr[i];
+        for (i = 0; i < V; i++) { double w = exp((double)xr[i] - m); z += w; zy += w * ((double)xr[i] - m); }
+        cut = r < 4 ? (double)ps[r].epsilon_cutoff : fmin((double)ps[r].eta_cutoff, sqrt((double)ps[r].eta_cutoff) * exp(-(log(z) - zy / z)));
+        expect[r] = 0;
+        for (i = 0; i < V; i++) {
+          double w = exp((double)xr[i] - m);
+          if (fabs(w / (cut * z) - 1.0) < 1e-4) near = 1;
+          expect[r] += w >= cut * z;
+        }
+        if (!near) break;
+      }
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 4, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      int kept = 0;
+      for (i = 0; i < V; i++) kept += probs[(size_t)r * V + i] > 0.0f;
+      CHECK_EQ_INT(kept, expect[r]);
+      cut_rows += expect[r] > 1 && expect[r] < V;
+    }
+  }
+  printf("  %d rows cut as defined\n", cut_rows);
+  CHECK(cut_rows >= 20);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- the reasoning budget --------------------------------------------------------
    Six slots with budgets (start 5, end 6 7; 0 to 4 tokens), generating 80
    steps of a 16-token vocabulary against ms_seq / ms_sample, so spans open
@@ -2458,6 +2575,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_llamacpp_slots);
   RUN_GPU(test_gpu_bad_values_where_masked);
   RUN_GPU(test_gpu_budget_matches_cpu);
+  RUN_GPU(test_gpu_hf_epsilon_eta);
   RUN_GPU(test_gpu_top_list_skips_neg_inf);
   RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_logprobs_many);

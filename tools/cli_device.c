@@ -149,8 +149,6 @@ const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
       return "llamacpp penalties that do not lead --samplers";
     return "a llamacpp chain whose first acting stage is not --top-k 1..1024 (below the vocab; --top-n-sigma may come first)";
   }
-  if (p->epsilon_cutoff > 0.0f) return "--epsilon";
-  if (p->eta_cutoff > 0.0f) return "--eta";
   if (p->min_tokens_to_keep > 1) return "--min-tokens-to-keep > 1";
   if (p->typical_p < 1.0f) return "--typical-p";
   if (top > 1024) return "--top above 1024";

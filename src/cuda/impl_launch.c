@@ -27,7 +27,7 @@
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41120   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41128   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
@@ -37,6 +37,8 @@
 #define MS__CUDA_P_SUMS 7
 #define MS__CUDA_P_PBIN 8      /* top_p by bins (F_TOPP_BINS), before P_MASS */
 #define MS__CUDA_P_PGATHER 9
+#define MS__CUDA_P_EPS 10      /* HF epsilon, then eta (ms_k_eps): before P_SUMS */
+#define MS__CUDA_P_ETA 11
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
@@ -47,11 +49,12 @@
 #define MS__CUDA_N_SUMS 16
 #define MS__CUDA_N_TIES 32   /* an SGLang row with top_k or top_p: its cut may fall inside a tie */
 #define MS__CUDA_N_LIST 64   /* a llama.cpp row: ms_k_list runs its chain */
+#define MS__CUDA_N_EPS 128   /* an HF row with epsilon or eta: P_EPS, P_ETA */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
 
-/* Packed row parameters: struct Row in kernels.cu (192 bytes). Offsets are
+/* Packed row parameters: struct Row in kernels.cu (200 bytes). Offsets are
    in 4-byte words from the start of the parameter blob. */
 typedef struct ms__cuda_row {
   uint64_t seed, position;
@@ -66,7 +69,9 @@ typedef struct ms__cuda_row {
   float ll_typical, ll_xtc_p, ll_xtc_t, ll_dyn_range, ll_dyn_exp;
   int32_t ll_min_keep;
   float ll_sigma;
-  int32_t forced, pad;
+  int32_t forced;
+  float eps_cut, eta_cut;
+  int32_t pad;
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -92,7 +97,7 @@ typedef struct ms__cuda_seq_args {
 } ms__cuda_seq_args;
 
 /* Layout checks (a negative array size fails the build). */
-typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 192) ? 1 : -1];
+typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 200) ? 1 : -1];
 typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 184) ? 1 : -1];
 typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 352) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
@@ -469,7 +474,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma))
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
-    if (rc == MS_OK && (p->epsilon_cutoff > 0.0f || p->eta_cutoff > 0.0f || p->hook_stage != MS_HOOK_OFF ||
+    if (rc == MS_OK && (p->hook_stage != MS_HOOK_OFF ||
                         (p->profile != MS_PROFILE_LLAMACPP && (p->min_tokens_to_keep > 1 || p->typical_p < 1.0f))))
       rc = MS_ERR_UNSUPPORTED;
     /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
@@ -644,7 +649,12 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (R->top_k > 0) *needs |= MS__CUDA_N_TOPK;
       if (R->top_p < 1.0f) *needs |= MS__CUDA_N_TOPP;
       if ((flags & MS__CUDA_F_JOINT) && (R->top_k > 0 || R->top_p < 1.0f)) *needs |= MS__CUDA_N_TIES;
-      if (R->top_p < 1.0f && cu->topp_bins && !(flags & MS__CUDA_F_JOINT)) flags |= MS__CUDA_F_TOPP_BINS;
+      /* HF epsilon and eta (validation leaves them to the HF profile): cuts
+         on what top_k, top_p and min_p kept, by the radix path's thresholds */
+      R->eps_cut = p->epsilon_cutoff > 0.0f ? p->epsilon_cutoff : 0.0f;
+      R->eta_cut = p->eta_cutoff > 0.0f ? p->eta_cutoff : 0.0f;
+      if (R->eps_cut > 0.0f || R->eta_cut > 0.0f) *needs |= MS__CUDA_N_EPS;
+      else if (R->top_p < 1.0f && cu->topp_bins && !(flags & MS__CUDA_F_JOINT)) flags |= MS__CUDA_F_TOPP_BINS;
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
     /* rows without logprobs end in a pass: greedy ones in
@@ -748,6 +758,11 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     /* an SGLang row's cut inside a tie: after the thresholds, before the sums */
     if (pass == MS__CUDA_P_SUMS && (needs & MS__CUDA_N_TIES) &&
         (rc = ms__cuda_launch(cu->fn[MS__K_TIES], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    /* HF epsilon, then eta, on what the thresholds kept */
+    if (pass == MS__CUDA_P_SUMS && (needs & MS__CUDA_N_EPS)) {
+      for (A.pass = MS__CUDA_P_EPS; A.pass <= MS__CUDA_P_ETA; A.pass++)
+        if ((rc = ms__cuda_launch(cu->fn[MS__K_EPS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    }
     if (!(needs & need)) continue;
     /* top_p by bins first (rows it leaves undecided take the radix passes) */
     if (pass == MS__CUDA_P_MASS && cu->topp_bins) {

@@ -6,10 +6,11 @@
    parallel threads, so a cold compile takes about as long as the largest
    unit (one program took the sum: 1.4 s against 0.8 s on 2 cores). */
 static const char *const ms__cu_kernel_names[] = {
-  "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", "ms_k_ties", "ms_k_list", NULL
+  "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", "ms_k_ties", "ms_k_list",
+  "ms_k_eps", NULL
 };
-static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 3 };
-/* The small program's kernels (masks, sequences, ties, llama.cpp's list)
+static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 3, 3 };
+/* The small program's kernels (masks, sequences, ties, llama.cpp's list, HF's epsilon and eta)
    run on lists or on rows that need them, never in the issue's figures:
    NVRTC's fast compile (12.8 and newer) takes it from 0.68 s to 0.44 s
    alone (nvcc as a stand-in), and the four programs on 2 cores from about
@@ -21,7 +22,8 @@ static int ms__cu_unit_fast_ok(const char *const *opts, int n_opts, int rtc_majo
   for (i = 0; i < n_opts; i++) if (!strncmp(opts[i], "--Ofast-compile", 15)) return 0;   /* the caller chose one */
   return 1;
 }
-enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_LIST, MS__K_COUNT_ };
+enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_LIST, MS__K_EPS,
+       MS__K_COUNT_ };
 #define MS__CU_UNITS 4
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */

@@ -90,7 +90,7 @@ typedef unsigned long long u64;
 #define ST_ALL_MASKED 7
 #define ST_CAPACITY 10   /* no_repeat_ngram: the history is longer than the device keeps (max_history) */
 
-/* Packed row parameters (192 bytes): ms__cuda_row in api_cuda.h. Offsets
+/* Packed row parameters (200 bytes): ms__cuda_row in api_cuda.h. Offsets
    count 4-byte words from the start of the parameter blob. */
 struct Row {
   u64 seed, position;
@@ -112,6 +112,7 @@ struct Row {
   i32 ll_min_keep;                         /* ... min_keep ... */
   float ll_sigma;                          /* ... and top-n-sigma's n (F_SIGMA, or stage 6) */
   i32 forced;             /* F_BUDGET: the token the budget forces (ms_k_mask writes it; -1: none) */
+  float eps_cut, eta_cut; /* HF epsilon and eta cutoffs (0: off): P_EPS, P_ETA */
   i32 pad;
 };
 
@@ -137,6 +138,8 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_SUMS  7   /* the draw's tile sums, the kept count, the last kept id */
 #define P_PBIN  8   /* F_TOPP_BINS: top_p's bins (before P_MASS) ... */
 #define P_PGATHER 9 /* ... and the tile sums with the threshold's bin listed */
+#define P_EPS   10  /* HF epsilon: the kept mass, then the cut (before P_SUMS) ... */
+#define P_ETA   11  /* ... and eta: the kept mass and entropy, then the cut */
 
 /* The selection state of a row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -168,12 +171,14 @@ struct Sel {
   i32 ll_token;           /* F_LLAMA: ms_k_list's token (-1: nothing kept), ... */
   float ll_lp;            /* ... its processed logprob, rank and top-list length */
   i32 ll_rank, ll_ntop;
+  u32 t_eps;              /* HF epsilon / eta: their threshold key (P_EPS, P_ETA; 0: none) */
+  i32 eps_pad;
   double pabove;          /* F_TOPP_BINS: the mass of the bins above the threshold's bin, ... */
   u32 pk_lo, pk_hi;       /* ... whose keys are [pk_lo, pk_hi) */
   i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
   i32 sums_done;          /* P_PGATHER summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
-static_assert(sizeof(Sel) == 41120, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41128, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -693,7 +698,7 @@ __device__ __forceinline__ u32 sel_t1(const Row &R, const Sel *Q) {
 __device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
   u32 th = sel_tk(R, Q);
   if (R.top_p < 1.0f) th = max(th, Q->tp);
-  if (R.flags & F_HF) th = max(th, Q->t_minp);
+  if (R.flags & F_HF) th = max(th, max(Q->t_minp, Q->t_eps));
   return th;
 }
 
@@ -1013,6 +1018,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
     Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
     Q->kkeep = 0xffffffffu; Q->cut = 0x7fffffff; Q->prest = 0.0; Q->praw = 0ull; Q->pbins = 0; Q->sums_done = 0;
     Q->target = 0.0;
+    Q->t_eps = 0u;
     /* rows that end here: greedy ones, and any that cannot be sampled */
     const i32 st = part_status(t);
     const int greedy = (R.flags & F_GREEDY) != 0;
@@ -1476,6 +1482,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
 
   /* the radix passes, and P_PBIN (a first pass in other bins) */
   const int joint = (R.flags & F_JOINT) != 0, pbin = MS_BINS_ON && pass == P_PBIN;
+  /* top_k's candidates finish the selection in ms_k_row, which has
+     neither SGLang's position cut nor HF's epsilon and eta */
+  const int no_cand = joint || R.eps_cut > 0.0f || R.eta_cut > 0.0f;
   const int count = pass < P_MASS;
   const i32 j = pbin ? 0 : pass - (count ? P_COUNT : P_MASS);
   if (greedy || j < 0 || j > 2) return;
@@ -1529,7 +1538,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
       /* at most k keys qualify: all are kept (candidates when few) */
       if (tid == 0) {
         Q->tk = lower; Q->cdone = 1; Q->arrived = 0;
-        if (tot <= (double)MS_CAND && !joint) { Q->cand = 1; Q->cedge = lower; }
+        if (tot <= (double)MS_CAND && !no_cand) { Q->cand = 1; Q->cedge = lower; }
       }
       return;
     }
@@ -1558,7 +1567,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
     __syncthreads();
     for (i32 bb = tid; bb < nb; bb += blockDim.x) gh[bb] = 0ull;
   }
-  if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND && !joint) {
+  if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND && !no_cand) {
     /* the keys from bin b up hold the k largest and are few: P_CAND
        gathers them and ms_k_row finishes top_k and top_p on them */
     if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; Q->arrived = 0; }
@@ -1673,6 +1682,85 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
   }
   __syncthreads();
   if (tid == 0) { Q->cut = s_id; Q->arrived = 0; }
+}
+#endif
+
+/* ---- HF epsilon and eta ------------------------------------------------------
+   A cut on the current distribution (what top_k, top_p and min_p kept):
+   drop p < cutoff, where eta's cutoff is min(eta, sqrt(eta) e^-H), H the
+   entropy. Both are weight thresholds, cut * Z rounded up to a float (Z
+   the kept weight, capped at the max's weight, 1, so the max stays), then
+   a key (minp_key). Each block sums the exact weights of its chunk's
+   draw tiles (warp by warp, as tile_sums, so the sums do not depend on
+   the split) into Q->tsum, and for eta w * y, y the scaled logit, into
+   Q->hist (zeroed again after); the row's last block adds the tiles in a
+   fixed order and moves Q->t_eps. P_SUMS then sums the kept set again.
+   A kernel of the small program (block (r, c): chunk c of row r, as
+   ms_k_pass; Args.pass P_EPS or P_ETA): inside ms_k_pass it made the
+   program the figures run compile a sixth longer. */
+#if MS_IN_UNIT(3)
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
+  __shared__ i32 s_last;
+  __shared__ Row sR;
+  const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x, V = A.vocab;
+  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  __syncthreads();
+  const Row &R = sR;
+  Sel *Q = (Sel *)A.sel + r;
+  if (R.status != 0 || Q->status != 0) return;
+  const int eta = A.pass == P_ETA;
+  const i32 beg0 = c * A.chunk, end = min(V, beg0 + A.chunk), beg = min(beg0, end);
+  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
+                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float M = Q->P.m, S = R.inv_temp;
+  const i32 lane = tid & 31, nw = (i32)blockDim.x >> 5;
+  const float cutoff = eta ? R.eta_cut : R.eps_cut;
+  if ((R.flags & F_GREEDY) || !(cutoff > 0.0f) || Q->cand) return;
+  const u32 theta = sel_theta(R, Q);
+  const i32 E = tile_e(V), TILE = 32 * E, nt = (V + TILE - 1) / TILE;
+  const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
+  double *ty = (double *)Q->hist;
+  for (i32 t = t_beg + (tid >> 5); t < t_end; t += nw) {
+    double sw = 0.0, sy = 0.0;
+    for (i32 j = 0; j < E; j++) {
+      const i32 i = t * TILE + j * 32 + lane;
+      const float l = i < V ? src[i] : ms_neg_inf();
+      if (l > ms_neg_inf() && kept_at(fkey(l), i, theta, 0x7fffffff)) {
+        const float y = __fmul_rn(__fsub_rn(l, M), S);
+        const float w = ms_expf_dev(y);
+        sw += (double)w;
+        sy += (double)w * (double)y;
+      }
+    }
+    sw = warp_sum(sw);
+    sy = warp_sum(sy);
+    if (lane == 0) { Q->tsum[t] = sw; if (eta) ty[t] = sy; }
+  }
+  __threadfence();   /* this block's tiles before the count that announces them */
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+  __syncthreads();
+  if (!s_last) return;
+  const i32 per = (nt + (i32)blockDim.x - 1) / (i32)blockDim.x;
+  double zw = 0.0, zy = 0.0;
+  const volatile double *gw = Q->tsum, *gy = ty;
+  for (i32 k = tid * per; k < min(nt, (tid + 1) * per); k++) { zw += gw[k]; if (eta) zy += gy[k]; }
+  zw = bsum_d(zw);
+  if (eta) zy = bsum_d(zy);
+  if (eta) for (i32 b = tid; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;   /* zero between passes */
+  if (tid == 0) {
+    double cut = (double)cutoff;
+    if (eta) {
+      const double h = log(zw) - zy / zw, alt = sqrt(cut) * exp(-h);
+      if (alt < cut) cut = alt;
+    }
+    const double want = cut * zw;
+    float tc = (float)want;
+    if ((double)tc < want) tc = __uint_as_float(__float_as_uint(tc) + 1u);   /* keep p >= cut exactly */
+    if (tc > 1.0f) tc = 1.0f;   /* the max (weight 1) stays */
+    Q->t_eps = max(Q->t_eps, minp_key(M, S, tc));
+    Q->arrived = 0;
+  }
 }
 #endif
 
