@@ -633,15 +633,15 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       used += 2 * (size_t)n;
       flags |= MS__CUDA_F_BIAS;
     }
-    /* a slot with a reasoning budget: the device decides each step whether
-       it forces a token (the budget itself came with ms_cuda_seq_reset, as
-       the CPU's with ms_seq_reset: this row's budget fields are not read) */
+    /* a slot with a reasoning budget: ms_k_mask decides each step whether
+       it forces a token, and only then puts the row on the mask path (the
+       budget itself came with ms_cuda_seq_reset, as the CPU's with
+       ms_seq_reset: this row's budget fields are not read) */
     if (slot >= 0 && cu->slot_budget[slot]) flags |= MS__CUDA_F_BUDGET;
-    if (p->allowed_ids || p->token_bitmask || R->n_banned > 0 ||
-        (flags & (MS__CUDA_F_MINTOK | MS__CUDA_F_BADW | MS__CUDA_F_NGRAM | MS__CUDA_F_BUDGET)))
+    if (p->allowed_ids || p->token_bitmask || R->n_banned > 0 || (flags & (MS__CUDA_F_MINTOK | MS__CUDA_F_BADW | MS__CUDA_F_NGRAM)))
       flags |= MS__CUDA_F_MASK;
     if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_DECAY | MS__CUDA_F_LLPEN)) flags |= MS__CUDA_F_WORK;
-    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_LLPEN)) *needs |= MS__CUDA_N_MASK;
+    if (flags & (MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_LLPEN | MS__CUDA_F_BUDGET)) *needs |= MS__CUDA_N_MASK;
     if (flags & MS__CUDA_F_LLAMA) {
       *needs |= MS__CUDA_N_TOPK | MS__CUDA_N_LIST | MS__CUDA_N_ROW;   /* the count passes, the list, the row's end */
     } else if (!(flags & MS__CUDA_F_GREEDY)) {

@@ -848,7 +848,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
   const Row *rows = (const Row *)A.blob;
   const Row &R = rows[r];
   const i32 flags = R.flags;
-  if (!(flags & (F_MASK | F_BIAS | F_LLPEN))) return;
+  if (!(flags & (F_MASK | F_BIAS | F_LLPEN | F_BUDGET))) return;
   const i32 *blob = (const i32 *)A.blob;
   /* the slot's history (bad words, no_repeat_ngram, llama.cpp's penalties;
      the host sets those flags only for rows with a slot and a history) */
@@ -896,23 +896,29 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
       n_runs += tot;
     }
     if (tid == 0) ((Row *)A.blob)[r].ll_n_pen = (i32)n_runs;
-    if (!(flags & (F_MASK | F_BIAS))) return;
+    if (!(flags & (F_MASK | F_BIAS | F_BUDGET))) return;
   }
   u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)A.words;   /* rows are max_vocab's words apart */
   u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)A.words;
   const i32 V = A.vocab;
   const i32 W = (V + 31) >> 5;   /* the words this batch uses: the bitmask in the blob has no more */
-  if (flags & F_MASK) {
+  /* a reasoning budget forcing its end sequence: the row is that token
+     (the allowed ids and the bitmask do not apply; the other masks do),
+     as on the CPU. Only then does a budget row take the mask path: the
+     later kernels read its flags from the blob, after this one */
+  i32 fz = (flags & F_BUDGET) ? budget_forced(slot_budget(A.budget, R.slot)) : -1;
+  if (fz >= V) fz = -1;
+  const i32 mflags = fz >= 0 ? flags | F_MASK : flags;
+  __syncthreads();   /* every thread has read the row's flags */
+  if ((flags & F_BUDGET) && threadIdx.x == 0) {
+    ((Row *)A.blob)[r].forced = fz;
+    if (fz >= 0) ((Row *)A.blob)[r].flags = flags | F_MASK | F_WORK;
+  }
+  if (mflags & F_MASK) {
     const u32 *bm = R.bitmask_off >= 0 ? (const u32 *)(blob + R.bitmask_off) : (const u32 *)0;
-    /* a reasoning budget forcing its end sequence: the row is that token
-       (the allowed ids and the bitmask do not apply; the other masks do),
-       as on the CPU */
-    i32 fz = (flags & F_BUDGET) ? budget_forced(slot_budget(A.budget, R.slot)) : -1;
-    if (fz >= V) fz = -1;
     const int allowed = (flags & F_ALLOWED) && fz < 0;
     for (i32 w = threadIdx.x; w < W; w += blockDim.x)
       ab[w] = fz >= 0 ? (w == (fz >> 5) ? 1u << (fz & 31) : 0u) : allowed ? 0u : (bm ? bm[w] : 0xffffffffu);
-    if ((flags & F_BUDGET) && threadIdx.x == 0) ((Row *)A.blob)[r].forced = fz;
     __syncthreads();
     if (allowed) {
       for (i32 j = threadIdx.x; j < R.n_allowed; j += blockDim.x) {
