@@ -1587,25 +1587,32 @@ static void test_gpu_stage_order_per_profile(void) {
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dp); ms_cuda_free(cu, dh); ms_cuda_free(cu, ds);
 }
 
-/* Top-n-sigma ahead of top_k cuts at max - n * the whole row's standard
-   deviation, which the CPU sums in float lanes (as llama.cpp sums in
-   float, in order) and the device in double: the two cuts agree to about
-   1e-6. A row that differs passes when the CPU with n moved by 2e-5 either
-   way (the cut by about that times sigma) gives the device's result: a
-   logit sat between the two cuts. */
-static int t_sigma_rounding(ms_sampler *cpu, const float *x, int V, const ms_params *p, const float *probs, int32_t tok,
-                            const ms_cuda_out *out, const ms_logprob *top, float *cprobs, ms_logprob *ctop) {
+/* Cuts whose threshold the CPU sums in float (top-n-sigma's standard
+   deviation over the whole row, as llama.cpp sums in float in order;
+   epsilon's and eta's kept mass and entropy, in float blocks) and the
+   device in double agree to about 1e-6. A row that differs passes when
+   the CPU with those parameters moved by 2e-5 either way gives the
+   device's result: a value sat between the two cuts. */
+static int t_cut_rounding(const float *x, int V, const ms_params *p, const float *probs, int32_t tok, const ms_cuda_out *out,
+                          const ms_logprob *top, int top_stride, float *cprobs, ms_logprob *ctop) {
   int side;
-  if (!(p->top_n_sigma > 0.0f)) return 0;
   for (side = -1; side <= 1; side += 2) {
+    const float f = 1.0f + (float)side * 2e-5f;
     ms_params q = *p;
     ms_output o;
     ms_result crc;
     double e;
-    q.top_n_sigma = p->top_n_sigma * (1.0f + (float)side * 2e-5f);
-    if (!t_row_differs(cpu, x, V, &q, probs, tok, out, top, 16, cprobs, ctop, &o, &crc, &e)) return 1;
+    q.top_n_sigma *= f; q.epsilon_cutoff *= f; q.eta_cutoff *= f;
+    if (!t_row_differs(t_cpu, x, V, &q, probs, tok, out, top, top_stride, cprobs, ctop, &o, &crc, &e)) return 1;
   }
   return 0;
+}
+
+/* How many ids of a row have probability above 0. */
+static int t_kept(const float *probs, int V) {
+  int i, n = 0;
+  for (i = 0; i < V; i++) n += probs[i] > 0.0f;
+  return n;
 }
 
 /* ---- the llama.cpp profile -------------------------------------------------------
@@ -1688,8 +1695,8 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       rows++;
       if (t_row_differs(t_cpu, x + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r],
                         top + r * 16, 16, cprobs, ctop, &o, &crc, &e) &&
-          !t_sigma_rounding(t_cpu, x + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V, tok[r], &out[r],
-                            top + r * 16, cprobs, ctop)) {
+          !(ps[r].top_n_sigma > 0.0f && t_cut_rounding(x + (size_t)r * (size_t)V, V, &ps[r], probs + (size_t)r * (size_t)V,
+                                                       tok[r], &out[r], top + r * 16, 16, cprobs, ctop))) {
         if (++bad <= 8)
           printf("  it %d row %d V %d (%s k %d p %g minp %g T %g lp %d/%d): status %d / %d, max |dp| %.3g, token %d / %d, "
                  "lp %.6g / %.6g, rank %d / %d, n_top %d / %d\n",
@@ -1708,7 +1715,6 @@ static void test_gpu_llamacpp_matches_cpu(void) {
        kept), min_p = 1 with three tied maxima (all three kept), and each
        after the temperature */
     const int V = 16;
-    int kept[R];
     for (r = 0; r < R; r++) pp[r] = &ps[r];
     /* min_keep = 4 holding top_p (row 0), typical (1), XTC (2: it would
        leave one of five) and min_p (3) back; rows 4-7 plain */
@@ -1728,10 +1734,8 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       ms_output o;
       ms_result crc;
       double e;
-      int k2 = 0;
-      for (i = 0; i < V; i++) k2 += probs[r * V + i] > 0.0f;
       CHECK(!t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 16, 16, cprobs, ctop, &o, &crc, &e));
-      CHECK_EQ_INT(k2, r == 2 ? 5 : 4);
+      CHECK_EQ_INT(t_kept(probs + r * V, V), r == 2 ? 5 : 4);
     }
     for (r = 0; r < R; r++) {
       float *xr = x + r * V;
@@ -1750,10 +1754,8 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       ms_output o;
       ms_result crc;
       double e;
-      kept[r] = 0;
-      for (i = 0; i < V; i++) kept[r] += probs[r * V + i] > 0.0f;
       CHECK(!t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 16, 16, cprobs, ctop, &o, &crc, &e));
-      CHECK_EQ_INT(kept[r], r < 4 ? 1 : 3);
+      CHECK_EQ_INT(t_kept(probs + r * V, V), r < 4 ? 1 : 3);
     }
   }
 
@@ -1796,9 +1798,7 @@ static void test_gpu_llamacpp_matches_cpu(void) {
       }
       t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
       for (r = 0; r < R; r++) {
-        int kept = 0;
-        for (i = 0; i < V; i++) kept += probs[(size_t)r * V + i] > 0.0f;
-        CHECK_EQ_INT(kept, expect[r]);
+        CHECK_EQ_INT(t_kept(probs + (size_t)r * V, V), expect[r]);
         CHECK(expect[r] >= 1 && expect[r] < K);
         multi += expect[r] > 1;
         checked++;
@@ -1931,26 +1931,8 @@ static void test_gpu_llamacpp_slots(void) {
 /* ---- HF epsilon and eta ------------------------------------------------------------
    Random HF rows with epsilon and / or eta after top_k (both routes),
    top_p and min_p, raw and processed logprobs, against ms_probs /
-   ms_sample. The CPU sums the kept mass (and eta's entropy) in float
-   blocks, the device in double: a row that differs passes when the CPU
-   with the cutoffs moved by 2e-5 either way gives the device's result (a
-   weight sat between the two cuts). Then kept counts against the
-   definition in double, away from the cut. */
-static int t_eps_rounding(const float *x, int V, const ms_params *p, const float *probs, int32_t tok, const ms_cuda_out *out,
-                          const ms_logprob *top, float *cprobs, ms_logprob *ctop) {
-  int side;
-  for (side = -1; side <= 1; side += 2) {
-    ms_params q = *p;
-    ms_output o;
-    ms_result crc;
-    double e;
-    q.epsilon_cutoff = p->epsilon_cutoff * (1.0f + (float)side * 2e-5f);
-    q.eta_cutoff = p->eta_cutoff * (1.0f + (float)side * 2e-5f);
-    if (!t_row_differs(t_cpu, x, V, &q, probs, tok, out, top, 4, cprobs, ctop, &o, &crc, &e)) return 1;
-  }
-  return 0;
-}
-
+   ms_sample (a row within the cuts' rounding passes: t_cut_rounding);
+   then kept counts against the definition in double, away from the cut. */
 static void test_gpu_hf_epsilon_eta(void) {
   enum { R = 8, VMAX = 6000 };
   static const int vocabs[] = { 40, 900, VMAX };
@@ -1993,7 +1975,7 @@ static void test_gpu_hf_epsilon_eta(void) {
       const float *xr = x + (size_t)r * V, *pr = probs + (size_t)r * V;
       rows++;
       if (!t_row_differs(t_cpu, xr, V, &ps[r], pr, tok[r], &out[r], top + r * 4, 4, cprobs, ctop, &o, &crc, &e)) continue;
-      if (t_eps_rounding(xr, V, &ps[r], pr, tok[r], &out[r], top + r * 4, cprobs, ctop)) { tolerated++; continue; }
+      if (t_cut_rounding(xr, V, &ps[r], pr, tok[r], &out[r], top + r * 4, 4, cprobs, ctop)) { tolerated++; continue; }
       if (++bad <= 8)
         printf("  it %d row %d V %d (k %d p %g minp %g eps %g eta %g T %g): status %d / %d, max |dp| %.3g, token %d / %d\n", it, r, V,
                ps[r].top_k, (double)ps[r].top_p, (double)ps[r].min_p, (double)ps[r].epsilon_cutoff, (double)ps[r].eta_cutoff,
@@ -2033,9 +2015,7 @@ static void test_gpu_hf_epsilon_eta(void) {
     }
     t_batch_run(cu, &g, x, R, V, pp, 4, probs, tok, out, top);
     for (r = 0; r < R; r++) {
-      int kept = 0;
-      for (i = 0; i < V; i++) kept += probs[(size_t)r * V + i] > 0.0f;
-      CHECK_EQ_INT(kept, expect[r]);
+      CHECK_EQ_INT(t_kept(probs + (size_t)r * V, V), expect[r]);
       cut_rows += expect[r] > 1 && expect[r] < V;
     }
   }

@@ -160,7 +160,8 @@ typedef struct ms_cuda_batch {
 /* Samples every row on `stream` (a CUstream; NULL = the legacy default
    stream): one upload of the packed row parameters (from pinned staging),
    a kernel launch per full-row pass the rows need (1 for greedy rows, 2
-   for min_p, at most 11 with masks, top_k, top_p and logprobs), and the optional
+   for min_p, at most 11 with masks, top_k, top_p and logprobs, 2 more
+   for HF's epsilon and eta), and the optional
    copy of the ids to host_tokens.
    No host synchronisation (the staging buffer of the call before last is
    waited for, normally long done). Rows that fail host validation
@@ -175,9 +176,9 @@ typedef struct ms_cuda_batch {
    MS_ERR_DEVICE. Device errors (NaN, all masked, a no_repeat_ngram row
    or a llama.cpp penalty window reaching past max_history) appear in
    out->status once the stream reaches them. Bad words, no_repeat_ngram,
-   the length decay and llama.cpp's penalties read the row's slot (its
-   history and output length); a row without a slot has an empty
-   sequence, as the CPU with seq == NULL.
+   the length decay, llama.cpp's penalties and the reasoning budget read
+   the row's slot (its history, output length and budget state); a row
+   without a slot has an empty sequence, as the CPU with seq == NULL.
    Thread safety: one call at a time per ms_cuda. */
 MSDEF ms_result ms_cuda_sample(ms_cuda *cu, void *stream, const ms_cuda_batch *batch);
 

@@ -506,9 +506,10 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
 }
 
 /* Statistics of elements [beg, end) of row r by the whole block: the max of
-   the processed logits and its lowest index, NaN/+Inf flags, and the raw log-sum-exp (online) when raw logprobs are asked
-   for. Writes the processed logits to the work row for rows that need it.
-   The result is valid in thread 0. */
+   the processed logits and its lowest index, NaN/+Inf flags, and the raw
+   log-sum-exp (online) when raw logprobs are asked for. Writes the
+   processed logits to the work row for rows that need it. The result is
+   valid in thread 0. */
 __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
