@@ -759,6 +759,13 @@ __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const 
   return Z;
 }
 
+/* Row r's parameters from the blob into shared memory, a word per thread
+   (the caller syncs before reading them). The blob as it stands: ms_k_mask
+   may have rewritten a row's flags and fields earlier on the stream. */
+__device__ __forceinline__ void row_to_shared(Row *dst, const Args &A, i32 r) {
+  if (threadIdx.x < sizeof(Row) / 4) ((i32 *)dst)[threadIdx.x] = ((const i32 *)((const Row *)A.blob + r))[threadIdx.x];
+}
+
 /* A slot's history: word 0 its prompt's length, then a ring of the last
    cap tokens of prompt + output (token a of the sequence at 1 + a % cap). */
 __device__ __forceinline__ i32 *slot_hist(u64 hist, i32 cap, i32 slot) {
@@ -998,7 +1005,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
   __shared__ i32 s_last;
   __shared__ Row sR;
   const i32 r = blockIdx.x, c = blockIdx.y;
-  if (threadIdx.x < sizeof(Row) / 4) ((i32 *)&sR)[threadIdx.x] = ((const i32 *)((const Row *)A.blob + r))[threadIdx.x];
+  row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -1421,7 +1428,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
-  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -1613,7 +1620,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
   __shared__ u32 s_before;
   __shared__ Row sR;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
-  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -1710,7 +1717,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
   __shared__ i32 s_last;
   __shared__ Row sR;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x, V = A.vocab;
-  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -1806,7 +1813,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
   __shared__ i32 s_n, s_pick;
   __shared__ double s_z;
   const i32 r = blockIdx.x, tid = threadIdx.x, V = A.vocab;
-  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -2073,7 +2080,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
   const i32 r = blockIdx.x;
   const i32 V = A.vocab;
   const i32 tid = threadIdx.x;
-  if (tid < (i32)(sizeof(Row) / 4)) ((i32 *)&sR)[tid] = ((const i32 *)((const Row *)A.blob + r))[tid];
+  row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
   Out *out = A.out ? (Out *)A.out + r : (Out *)0;
