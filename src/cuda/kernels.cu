@@ -766,6 +766,12 @@ __device__ __forceinline__ void row_to_shared(Row *dst, const Args &A, i32 r) {
   if (threadIdx.x < sizeof(Row) / 4) ((i32 *)dst)[threadIdx.x] = ((const i32 *)((const Row *)A.blob + r))[threadIdx.x];
 }
 
+/* The logits row r's passes read: its processed copy in the work rows when
+   the statistics wrote one (F_WORK), else the caller's row. */
+__device__ __forceinline__ const float *row_src(const Args &A, const Row &R, i32 r) {
+  return (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)A.vocab : (const float *)A.logits + (u64)r * A.stride;
+}
+
 /* A slot's history: word 0 its prompt's length, then a ring of the last
    cap tokens of prompt + output (token a of the sequence at 1 + a % cap). */
 __device__ __forceinline__ i32 *slot_hist(u64 hist, i32 cap, i32 slot) {
@@ -1437,8 +1443,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
   const int greedy = (R.flags & F_GREEDY) != 0;
   i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
   if (beg > end) beg = end;
-  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
-                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float *src = row_src(A, R, r);
   const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
 
   if (pass == P_CAND) {
@@ -1646,8 +1651,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
   if (keep == 0xffffffffu) return;
   i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
   if (beg > end) beg = end;
-  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
-                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float *src = row_src(A, R, r);
   const i32 E = tile_e(V), TILE = 32 * E;
   const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
   const i32 lane = tid & 31, nw = (i32)blockDim.x >> 5;
@@ -1724,8 +1728,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
   if (R.status != 0 || Q->status != 0) return;
   const int eta = A.pass == P_ETA;
   const i32 beg0 = c * A.chunk, end = min(V, beg0 + A.chunk), beg = min(beg0, end);
-  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
-                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float *src = row_src(A, R, r);
   const float M = Q->P.m, S = R.inv_temp;
   const i32 lane = tid & 31, nw = (i32)blockDim.x >> 5;
   const float cutoff = eta ? R.eta_cut : R.eps_cut;
@@ -1818,8 +1821,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
   if (!(R.flags & F_LLAMA) || R.status != 0 || Q->status != 0) return;
-  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
-                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float *src = row_src(A, R, r);
   const u64 pos = row_pos(A, R);
   const i32 K = R.top_k;
   const u32 edge = Q->cand ? Q->cedge : Q->tk;   /* the k-th largest key, or a bound below it with few keys above */
@@ -2103,8 +2105,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
     return;
   }
 
-  const float *src = (R.flags & F_WORK) ? (const float *)A.work + (u64)r * (u64)V
-                                       : (const float *)A.logits + (u64)r * A.stride;
+  const float *src = row_src(A, R, r);
   const float *rawp = (const float *)A.logits + (u64)r * A.stride;
   const float M = sP.m;
   const int greedy = (R.flags & F_GREEDY) != 0;
