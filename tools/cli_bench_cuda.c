@@ -126,7 +126,7 @@ static void gb_usage(FILE *f) {
   fprintf(f,
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
-    "                      [--cache-dir DIR|off] [--topp radix|bins] [--json]\n"
+    "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -140,6 +140,8 @@ static void gb_usage(FILE *f) {
     "  default 256; bandwidth counts the bytes read and written).\n"
     "  --topp: top_p's threshold search (ms_cuda_desc.topp; default\n"
     "  $MYSAMPLE_CUDA_TOPP, else radix); the cuda lines say which (\"topp\").\n"
+    "  --split: blocks per row of the full-row passes (ms_cuda_desc.split;\n"
+    "  default 0, automatic); the cuda lines say which (\"split\").\n"
     "  Also: the first ms_cuda_create of the process on an existing context (loads\n"
     "  NVRTC, compiles or reads the disk cache, allocates) and the warm one\n"
     "  (in-memory cache), a cold NVRTC compile and a disk-cache load.\n"
@@ -154,7 +156,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -206,6 +208,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
       else if (!strcmp(v, "bins")) topp = MS_CUDA_TOPP_BINS;
       else { fprintf(stderr, "mysample bench: bad --topp '%s' (radix or bins)\n", v); return 2; }
     }
+    else if (!strcmp(a, "--split")) { i++; split = (int)strtol(v, &end, 10); if (*end || split < -1 || split > 32) { fprintf(stderr, "mysample bench: bad --split '%s' (-1 .. 32)\n", v); return 2; } }
     else if (!strcmp(a, "--copy-mb")) { i++; copy_mb = strtod(v, &end); if (*end || !(copy_mb > 0) || copy_mb > 1e6) { fprintf(stderr, "mysample bench: bad --copy-mb '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--cache-dir")) { i++; cache_dir = v; }
     else { fprintf(stderr, "mysample bench: unknown flag '%s' with --device cuda\n", a); gb_usage(stderr); return 2; }
@@ -242,6 +245,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     topp = e && !strcmp(e, "bins") ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX;
   }
   desc.topp = topp;
+  desc.split = split;
   t_first = gb_now_ms();
   res = ms_cuda_create(&cu, &desc, msg, sizeof msg);
   t_first = gb_now_ms() - t_first;
@@ -428,9 +432,9 @@ int ms_cli_bench_cuda(int argc, char **argv) {
                  "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"floor_us\": %.6f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
                  g->name, (int)B, (int)V, (double)sigma, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
-          printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\"}\n",
+          printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\", \"split\": %d}\n",
                  target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0,
-                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix");
+                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split);
         } else {
           printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0);
         }

@@ -17,7 +17,7 @@
 # default: ofast (the bench again with --Ofast-compile=min kernels), bench
 # (mysample's figures alone), large (batches of 512 and 1024 rows: one
 # block per row in every pass, G = 1) and profile (Nsight Compute's per-kernel times for each
-# configuration at batch 1, 32, 256, or $PROFILE_BATCHES). Each writes OUTDIR/STEP.log under its
+# configuration at batch 1, 32, 256, or $PROFILE_BATCHES; $PROFILE_CONFIGS, $PROFILE_TOPP). Each writes OUTDIR/STEP.log under its
 # own time limit; OUTDIR/summary.txt gets one line per step (exit status,
 # seconds, and the test counts where there are any); with GPU_CHECK_TAR=F
 # the folder is packed into F after each step. Builds what is
@@ -75,14 +75,14 @@ compile_cold() {
 }
 profile() {
   # per-kernel times and throughputs under Nsight Compute, one batch per case
-  local ncu c b m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread
+  local ncu c b m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { echo "ncu not found"; return 1; }
-  for c in greedy top_p_0.9 min_p_0.05 top_k_50_top_p_0.95; do
+  for c in ${PROFILE_CONFIGS:-greedy top_p_0.9 min_p_0.05 top_k_50_top_p_0.95}; do
     for b in ${PROFILE_BATCHES:-1 32 256}; do
       echo "== $c batch $b"
       "$ncu" --clock-control none --csv --metrics $m build/mysample bench --device cuda --batch $b --vocab 128256 \
-        --config $c --reps 1 --inner 1 --working-set-mb 0 --copy-mb 1 2>&1 | grep '^"' | grep -v dtod
+        --config $c --reps 1 --inner 1 --working-set-mb 0 --copy-mb 1 ${PROFILE_TOPP:+--topp $PROFILE_TOPP} 2>&1 | grep '^"' | grep -v dtod
     done
   done
 }

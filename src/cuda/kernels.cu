@@ -638,22 +638,30 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
   const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5;
   for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += 4 * nw) {
     double s[4] = { 0.0, 0.0, 0.0, 0.0 };
-    for (i32 j = 0; j < E; j++) {
-      float l[4];
+    /* two columns of the four tiles per step: eight loads in flight
+       (each tile still adds its columns in order) */
+    for (i32 j0 = 0; j0 < E; j0 += 2) {
+      float l[2][4];
 #pragma unroll
-      for (int u = 0; u < 4; u++) {
-        const i32 t = t0 + u * nw, i = t * 32 * E + j * 32 + lane;
-        l[u] = (t < t_end && i < V) ? src[i] : ms_neg_inf();
-      }
+      for (int h = 0; h < 2; h++)
 #pragma unroll
-      for (int u = 0; u < 4; u++) {
-        const i32 i = (t0 + u * nw) * 32 * E + j * 32 + lane;
-        visit(i, l[u]);   /* every element once (-inf past the row's end) */
-        if (l[u] > ms_neg_inf() && kept_at(fkey(l[u]), i, theta, cut)) {
-          const float w = wdraw(l[u], M, S);
-          s[u] += (double)w;
-          (*cnt)++;
-          if (w > 0.0f) *last = max(*last, i);
+        for (int u = 0; u < 4; u++) {
+          const i32 t = t0 + u * nw, j = j0 + h, i = t * 32 * E + j * 32 + lane;
+          l[h][u] = (j < E && t < t_end && i < V) ? src[i] : ms_neg_inf();
+        }
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        if (j0 + h >= E) break;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+          const i32 i = (t0 + u * nw) * 32 * E + (j0 + h) * 32 + lane;
+          visit(i, l[h][u]);   /* every element once (-inf past the row's end) */
+          if (l[h][u] > ms_neg_inf() && kept_at(fkey(l[h][u]), i, theta, cut)) {
+            const float w = wdraw(l[h][u], M, S);
+            s[u] += (double)w;
+            (*cnt)++;
+            if (w > 0.0f) *last = max(*last, i);
+          }
         }
       }
     }
@@ -674,8 +682,21 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
    Warp-aggregating the adds (__match_any_sync, __reduce_add_sync) was
    slower on an H200: see BENCHMARKS.md. */
 #define MS_FX 17592186044416.0   /* 2^44 */
+/* round(min(w, 1) * 2^44), half up, for a weight w >= 0: the value of
+   (u64)((double)fminf(w, 1) * 2^44 + 0.5) from the float's bits, with no
+   double arithmetic or 64-bit conversion (slow-rate instructions, in the
+   pass that weighs every element); `cuda-emu:fx_of` in `make test`
+   compares the two over 35 million floats. */
+__device__ __forceinline__ u64 fx_of(float w) {
+  const u32 b = __float_as_uint(fminf(w, 1.0f)) & 0x7fffffffu;   /* (-0: 0) */
+  const i32 e = (i32)(b >> 23) - 127;
+  const u64 m = (u64)((b & 0x7fffffu) | 0x800000u);
+  if (e >= -21) return m << (e + 21);   /* w * 2^44 is an integer */
+  const i32 sh = -21 - e;
+  return sh > 24 ? 0ull : (m + (1ull << (sh - 1))) >> sh;   /* (zero and subnormals: 0) */
+}
 __device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
-  const u64 f = (u64)((double)fminf(w, 1.0f) * MS_FX + 0.5);   /* <= 2^44 */
+  const u64 f = fx_of(w);   /* <= 2^44 */
   const u32 fl = (u32)f;
   u32 up = (u32)(f >> 32);
   if (fl) { const u32 old = atomicAdd(&lo[b], fl); up += (u32)(old + fl < old); }   /* the carry */
@@ -1254,8 +1275,9 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
 __device__ void end_draw(const Args &A, const Row &R, i32 r, const Sel *Q, const float *src, i32 V, u32 theta, i32 cut,
                          float M, float S, double *sh, DrawSh *s_draw) {
   const i32 E = tile_e(V), nt = (V + 32 * E - 1) / (32 * E);
-  const volatile double *gt = Q->tsum;
-  for (i32 t = threadIdx.x; t < nt; t += blockDim.x) sh[t] = gt[t];
+  const double *gt = Q->tsum;
+#pragma unroll 8
+  for (i32 t = threadIdx.x; t < nt; t += blockDim.x) sh[t] = __ldcg(gt + t);   /* (L2: the other blocks' sums) */
   __syncthreads();
   const u64 pos = row_pos(A, R);
   i32 token;
@@ -1310,7 +1332,7 @@ __device__ __noinline__ void pgather_add(Sel *Q, u32 key, i32 i) {
 struct PgSh { u32 key[MS_CAND]; i32 id[MS_CAND]; };
 /* A candidate's weight in 2^-44 (a call: the exact exp is long code). */
 __device__ __noinline__ u64 cand_fx(u32 key, float M, float S) {
-  return (u64)((double)fminf(wgt(unkey(key), M, S), 1.0f) * MS_FX + 0.5);
+  return fx_of(wgt(unkey(key), M, S));
 }
 static_assert(sizeof(PgSh) <= sizeof(double) * MS_BINS, "PgSh: ms_k_pass's shared scratch");
 /* P_PGATHER's last block, once every block's tile sums and candidates are
@@ -1428,16 +1450,33 @@ __device__ __noinline__ u32 pgather_finish(const Row &R, Sel *Q, const float *sr
    finds the bin, clears the histogram and stores the decision for the
    next launch. P_SUMS stores the draw's tile sums of the kept set. Rows
    that a pass does not concern return at once, all their blocks alike. */
-extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
+/* Six blocks per SM (40 registers): at 48 only five fitted, and the
+   6 x SMs blocks of a large batch ran a second, nearly empty wave (top_p
+   at batch 256 on an H200: 446 us instead of 409). MS_PASS_MINB and
+   MS_ROW_MINB can be set through NVRTC's options to compare. */
+#ifndef MS_PASS_MINB
+#define MS_PASS_MINB 6
+#endif
+extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
   __shared__ i32 s_last, s_n;
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
+  Sel *Q = (Sel *)A.sel + r;
+  {
+    /* a row this pass has nothing left to do for leaves before its
+       parameters are copied (the checks below say the same): most of a
+       top_k row's later launches find it decided */
+    const i32 ps = A.pass;
+    if (Q->status != 0) return;
+    if ((ps == P_COUNT + 1 || ps == P_COUNT + 2) && Q->cdone) return;
+    if ((ps == P_MASS + 1 || ps == P_MASS + 2) && (Q->pdone || Q->cand)) return;
+    if (ps == P_SUMS && (Q->cand || Q->sums_done)) return;
+  }
   row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
-  Sel *Q = (Sel *)A.sel + r;
   const i32 pass = A.pass, V = A.vocab;
   if (R.status != 0 || Q->status != 0) return;
   const int greedy = (R.flags & F_GREEDY) != 0;
@@ -1540,12 +1579,23 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
 
   /* the last block: the row's histogram is complete (the last pass of
      an F_JOINT top_p row keeps it until the bin's integer mass is read) */
-  volatile u64 *gh = Q->hist;
+  u64 *gh = Q->hist;
   const int keep_raw = joint && !count && j == 2;
-  for (i32 b = tid; b < nb; b += blockDim.x) {
-    const u64 v = gh[b];
-    sh.d[b] = count ? (double)v : (double)v * (1.0 / MS_FX);
-    if (!keep_raw) gh[b] = 0ull;
+  /* read from L2 (the other blocks' atomics are there), eight loads in
+     flight per thread: one volatile load after another cost a memory
+     round trip each, several microseconds per pass at batch 1 */
+  for (i32 b0 = tid; b0 < nb; b0 += 8 * (i32)blockDim.x) {
+    u64 v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) { const i32 b = b0 + k * (i32)blockDim.x; v[k] = b < nb ? __ldcg(gh + b) : 0ull; }
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      const i32 b = b0 + k * (i32)blockDim.x;
+      if (b < nb) {
+        sh.d[b] = count ? (double)v[k] : (double)v[k] * (1.0 / MS_FX);
+        if (!keep_raw) gh[b] = 0ull;
+      }
+    }
   }
   __syncthreads();
   double target = Q->target;
@@ -1582,7 +1632,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_pass(Args A) {
 #endif
   u64 raw_b = 0ull;
   if (keep_raw) {
-    raw_b = gh[b];
+    raw_b = __ldcg(gh + b);
     __syncthreads();
     for (i32 bb = tid; bb < nb; bb += blockDim.x) gh[bb] = 0ull;
   }
@@ -1637,7 +1687,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
     /* top_p keeps the ties whose mass before them, (larger) + q w, stays
        under the target: q < rest / w */
     const float M = Q->P.m, S = R.inv_temp;
-    const u64 f = (u64)((double)fminf(wgt(unkey(theta), M, S), 1.0f) * MS_FX + 0.5);
+    const u64 f = fx_of(wgt(unkey(theta), M, S));
     if (f) {
       const double w = (double)f * (1.0 / MS_FX), rest = Q->prest;
       const u64 n_eq = Q->praw / f;
@@ -2067,7 +2117,13 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
 
 
 #if MS_IN_UNIT(0)
-extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_row(Args A) {
+/* Two blocks per SM (32 registers, a few spilled on paths that are not
+   hot): a batch of 256 rows then runs in one wave instead of two, and the
+   top_k rows' candidate step took 52 us of 329 at batch 256 on an H200. */
+#ifndef MS_ROW_MINB
+#define MS_ROW_MINB 2
+#endif
+extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A) {
   __shared__ Row sR;
   __shared__ Part sP;
   __shared__ i32 s_status;

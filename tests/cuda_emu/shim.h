@@ -81,6 +81,10 @@ inline unsigned __ballot_sync(unsigned mask, int pred) {
 inline int __any_sync(unsigned mask, int pred) { return (__ballot_sync(mask, pred) & mask) != 0; }
 inline int __all_sync(unsigned mask, int pred) { return (__ballot_sync(mask, pred) & mask) == mask; }
 
+/* Loads that bypass L1 (one block reading what others wrote): plain
+   loads here, the emulator has no caches. */
+template <class T> inline T __ldcg(const T *p) { return *(const volatile T *)p; }
+
 /* Bit and integer intrinsics. */
 inline int __ffs(int x) { return x ? __builtin_ctz((unsigned)x) + 1 : 0; }
 inline int __ffsll(long long x) { return x ? __builtin_ctzll((unsigned long long)x) + 1 : 0; }

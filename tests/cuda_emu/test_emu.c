@@ -50,6 +50,7 @@ static struct {
   int (*set_option)(const char *, const char *);
   void (*stats)(unsigned long long *, unsigned long long *, unsigned long long *);
   const char *(*fiber_kind)(void);
+  unsigned long long (*check_fx)(unsigned long long *, uint32_t *);
 } D;
 
 static void *lib, *ctx, *mod;
@@ -78,6 +79,7 @@ static int load_lib(const char *path) {
   SYM(D.event_create, "cuEventCreate"); SYM(D.event_record, "cuEventRecord"); SYM(D.event_sync, "cuEventSynchronize");
   SYM(D.event_destroy, "cuEventDestroy_v2"); SYM(D.errstr, "cuGetErrorString");
   SYM(D.set_option, "msEmuSetOption"); SYM(D.stats, "msEmuGetStats"); SYM(D.fiber_kind, "msEmuFiberKind");
+  SYM(D.check_fx, "msEmuCheckFx");
   return ok;
 }
 
@@ -386,6 +388,18 @@ static void test_two_threads(void) {
   CHECK_EQ_INT(thread_bad, 0);
 }
 
+/* ---- helpers of kernels.cu run on the host ------------------------------------ */
+/* The integer mass of a weight (fx_of, from the float's bits) equals the
+   double formula it replaced, over ~35 million floats. */
+static void test_fx_of(void) {
+  unsigned long long n = 0;
+  uint32_t first = 0;
+  const unsigned long long bad = D.check_fx(&n, &first);
+  if (bad) printf("  %llu of %llu weights differ, first bits 0x%08x\n", bad, n, (unsigned)first);
+  CHECK(n > 30000000ull);
+  CHECK(bad == 0);
+}
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : getenv("MYSAMPLE_CUDA_DRIVER_PATH");
   if (!path || !load_lib(path)) {
@@ -405,6 +419,7 @@ int main(int argc, char **argv) {
   t_run("cuda-emu:shared_poison", test_shared_poison);
   t_run("cuda-emu:deferred", test_deferred);
   t_run("cuda-emu:two_threads", test_two_threads);
+  t_run("cuda-emu:fx_of", test_fx_of);
   D.unload(mod);
   D.pop(NULL);
   D.release(0);
