@@ -1261,6 +1261,27 @@ MS__PRIVATE int ms__joint_ties(ms__row *R, float t, int32_t k, int top_p, double
   return 1;
 }
 
+/* Top-k on the full row selects on weights exp((l - m) * s), and logits an
+   ulp apart can round to one weight: a weight tie at the k-th place that
+   the logits break. vLLM and HF keep every token whose logit reaches the
+   k-th logit, so among the tokens weighing t (their logits sorted) those
+   below the (k - above)-th logit are zeroed. Returns whether any were. */
+MS__PRIVATE int ms__topk_weight_ties(ms__row *R, float t, int32_t k) {
+  ms__ws *w = R->w;
+  double c_gt, unused;
+  int32_t n_eq, keep, i, zeroed = 0;
+  float kth;
+  n_eq = R->K->bracket(w->e, R->V, t, t, 1, 0, &c_gt, &unused, w->ci, w->cv, R->V);
+  keep = k - (int32_t)c_gt;
+  if (n_eq <= keep || keep < 1) return 0;
+  for (i = 0; i < n_eq; i++) { w->tv[i] = ms__eff(R, w->ci[i]); w->ti[i] = w->ci[i]; }
+  ms__sort_desc(w, w->tv, w->ti, n_eq);
+  kth = w->tv[keep - 1];
+  for (i = 0; i < n_eq; i++)
+    if (ms__eff(R, w->ci[i]) < kth) { w->e[w->ci[i]] = 0.0f; zeroed = 1; }
+  return zeroed;
+}
+
 /* Builds the kept set of a random row. */
 MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   const ms_params *p = R->p;
@@ -1378,6 +1399,7 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             double cnt;
             float tk = ms__select(w, R->K, w->e, V, 1, t, (double)kk, 0.0, &cnt);
             if (R->r->topk_exact && cnt > (double)kk) { tie_k = tk; }
+            else if (cnt > (double)kk && tk >= t && ms__topk_weight_ties(R, tk, kk)) kept_known = 0;
             if (tk > t) { t = tk; kept_known = 0; }
           }
           break;
