@@ -75,7 +75,9 @@ else
     skip "emulator (no C++ compiler: $cxx)"; exit 0
   fi
   mkdir -p build/cuda_emu
-  if ! make -s $emu > $tmp/emu-build.log 2>&1; then
+  # one make at a time in build/cuda_emu (tests/run.sh runs scripts in parallel)
+  lock=; command -v flock > /dev/null && lock="flock build/cuda_emu/.make.lock"
+  if ! $lock make -s $emu > $tmp/emu-build.log 2>&1; then
     cat $tmp/emu-build.log; fail "emulator_build"; exit 1
   fi
   export MYSAMPLE_CUDA_DRIVER_PATH=$emu

@@ -17,7 +17,9 @@ dir=build/cuda_emu
 mkdir -p $dir
 cxx=${CXX:-g++}
 if ! command -v "$cxx" >/dev/null; then echo "SKIP cuda-emu: no C++ compiler ($cxx)"; exit 0; fi
-if ! make -s $dir/libcuda_emu.so $dir/test_emu build/tests/test_cuda > $dir/build.log 2>&1; then
+# one make at a time in $dir (tests/run.sh runs scripts in parallel)
+lock=; command -v flock >/dev/null && lock="flock $dir/.make.lock"
+if ! $lock make -s $dir/libcuda_emu.so $dir/test_emu build/tests/test_cuda > $dir/build.log 2>&1; then
   cat $dir/build.log; echo "FAIL cuda-emu: build"; exit 1
 fi
 fail=0
@@ -80,7 +82,7 @@ fi
 # the FMA build: a plain `a * b + c` in kernels.cu fuses there, as on a GPU
 if [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo 2>/dev/null; then
   echo "SKIP cuda-emu-fma: this CPU has no FMA instructions"
-elif ! make -s $dir/libcuda_emu_fma.so >> $dir/build.log 2>&1; then
+elif ! $lock make -s $dir/libcuda_emu_fma.so >> $dir/build.log 2>&1; then
   echo "FAIL cuda-emu-fma: build"; fail=1
 else
   { MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu penalty_rounding 2>&1

@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v "${FUZZ_CC:-clang}" >/dev/null; then echo "SKIP core fuzzing: no clang"; exit 0; fi
 make -s fuzz-core
-make -s fuzz-core-run FUZZ_CORE_SECONDS="${CORE_FUZZ_SECONDS:-45}"
+make -s fuzz-core-run FUZZ_CORE_SECONDS="${CORE_FUZZ_SECONDS:-30}"
 echo "PASS core fuzzing (sampler, request JSON, llama2 loaders, CUDA disk cache)"
