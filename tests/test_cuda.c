@@ -55,14 +55,16 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 9);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps */
+  CHECK(info.n_kernels == 10);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums */
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
-    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < 4);
+    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < 6);   /* six programs */
     CHECK(info.kernel_seconds[i] > 0.0 && info.kernel_seconds[i] <= info.seconds);
   }
   CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
+  /* the draw's pass has a program of its own, apart from the radix passes' */
+  CHECK(info.n_kernels > 9 && !strcmp(info.kernel[9], "ms_k_sums") && info.kernel_program[9] != info.kernel_program[2]);
   /* the bins' variant holds more code than the default (the same sm) */
   {
     static unsigned long default_size[200];

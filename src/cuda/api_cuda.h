@@ -48,12 +48,12 @@ typedef struct ms_cuda_compile_info {
   int32_t n_kernels;        /* the kernels and whether each is in its binary */
   const char *kernel[MS_CUDA_MAX_KERNELS];
   int32_t kernel_found[MS_CUDA_MAX_KERNELS];
-  int32_t kernel_program[MS_CUDA_MAX_KERNELS];   /* the NVRTC program it is compiled in (0..3) */
+  int32_t kernel_program[MS_CUDA_MAX_KERNELS];   /* the NVRTC program it is compiled in (0..5) */
   double kernel_seconds[MS_CUDA_MAX_KERNELS];    /* that program's compile time (0 from a cache) */
 } ms_cuda_compile_info;
 
 /* Compiles the kernels for compute capability `sm` (e.g. 90 for sm_90,
-   80 for sm_80) with NVRTC; needs no GPU. The kernels form four NVRTC
+   80 for sm_80) with NVRTC; needs no GPU. The kernels form six NVRTC
    programs, compiled at once on threads of their own (one after another
    under MYSAMPLE_CUDA_NO_PTHREAD). Picks CUBIN when NVRTC supports
    sm_<sm> (nvrtcGetSupportedArchs), else PTX for the newest supported

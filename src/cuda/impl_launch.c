@@ -771,10 +771,12 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     /* top_p by bins first (rows it leaves undecided take the radix passes) */
     if (pass == MS__CUDA_P_MASS && cu->topp_bins) {
       for (A.pass = MS__CUDA_P_PBIN; A.pass <= MS__CUDA_P_PGATHER; A.pass++)
-        if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+        if ((rc = ms__cuda_launch(cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows,
+                                  (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
     A.pass = pass;
-    if ((rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+    if ((rc = ms__cuda_launch(cu->fn[pass == MS__CUDA_P_SUMS ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows, (unsigned)G,
+                              MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   }
   /* llama.cpp rows: their chain on the top_k list (ms_k_row then adds raw logprobs and writes the result) */
   if ((needs & MS__CUDA_N_LIST) &&

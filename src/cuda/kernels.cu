@@ -13,9 +13,10 @@
                                finish combines the partials into the row's
                                Sel state
      ms_k_pass   grid B x G    one launch per full-row pass of the
-                               selection (3 radix passes of top_k or
-                               its candidates, 3 of top_p, the draw's
-                               tile sums; min_p needs no pass);
+     ms_k_sums                 selection (ms_k_pass: 3 radix passes of
+                               top_k or its candidates, 3 of top_p;
+                               ms_k_sums: the draw's tile sums; min_p
+                               needs no pass);
                                blocks add their chunk's histogram into the
                                row's Sel and the last block to finish
                                takes the pass's decision for the next launch
@@ -28,7 +29,7 @@
                                one tile, logprobs, probs) and the
                                device-side sequence update.
    A row without logprobs (F_END) ends in a pass instead: a greedy one in
-   ms_k_stats, a sampled one without top_k in P_SUMS's last block;
+   ms_k_stats, a sampled one without top_k in P_SUMS's last block (ms_k_sums);
    ms_k_row skips it, and is not launched when every row ended so.
    (No kernel holds the whole pipeline: NVRTC compiles the kernels in
    parallel, and the largest bounds a cold compile.)
@@ -37,7 +38,7 @@
    profile, ties at theta past a position are cut: ids <= Sel.cut stay);
    no stage sorts. */
 
-/* mysample_cuda.h compiles the kernels as four NVRTC programs at once,
+/* mysample_cuda.h compiles the kernels as six NVRTC programs at once,
    program u with -DMS_UNIT=u (its ms__cu_kernel_unit says which kernel is
    in which); without MS_UNIT (the emulator) every kernel is compiled. */
 #ifdef MS_UNIT
@@ -1442,14 +1443,17 @@ __device__ __noinline__ u32 pgather_finish(const Row &R, Sel *Q, const float *sr
 
 /* ---- the passes ------------------------------------------------------------ */
 
-#if MS_IN_UNIT(1)
-/* One full-row pass of the selection (Args.pass): block (r, c) reads
-   chunk c of row r. P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the
-   radix passes of top_k (counts) and top_p (masses): each block adds its
-   chunk's histogram into Sel.hist, and the last block of the row to finish (Sel.arrived)
-   finds the bin, clears the histogram and stores the decision for the
-   next launch. P_SUMS stores the draw's tile sums of the kept set. Rows
-   that a pass does not concern return at once, all their blocks alike. */
+/* Whether row r has nothing left to do in pass ps (every block of the
+   row alike), read before its parameters are copied: most of a top_k
+   row's later launches find it decided. ms_k_pass and ms_k_sums. */
+__device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
+  if (Q->status != 0) return true;
+  if ((ps == P_COUNT + 1 || ps == P_COUNT + 2) && Q->cdone) return true;
+  if ((ps == P_MASS + 1 || ps == P_MASS + 2) && (Q->pdone || Q->cand)) return true;
+  if (ps == P_SUMS && (Q->cand || Q->sums_done)) return true;
+  return false;
+}
+
 /* Six blocks per SM (40 registers): at 48 only five fitted, and the
    6 x SMs blocks of a large batch ran a second, nearly empty wave (top_p
    at batch 256 on an H200: 446 us instead of 409). MS_PASS_MINB and
@@ -1457,27 +1461,99 @@ __device__ __noinline__ u32 pgather_finish(const Row &R, Sel *Q, const float *sr
 #ifndef MS_PASS_MINB
 #define MS_PASS_MINB 6
 #endif
-extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
-  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
-  __shared__ i32 s_last, s_n;
+
+#if MS_IN_UNIT(4)
+/* The draw's pass (Args.pass P_SUMS, or P_PGATHER after top_p's bins):
+   block (r, c) stores the tile sums of the kept weight in chunk c of row
+   r; the last block of the row to finish draws an F_END row. A kernel of
+   its own (not a case of ms_k_pass) so that NVRTC compiles it beside
+   ms_k_pass: the cold compile waits for the largest program. */
+extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args A) {
+  __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } sh;   /* (room for P_PGATHER's PgSh) */
+  __shared__ i32 s_last;
+#if MS_BINS_ON
+  __shared__ i32 s_n;
+#endif
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
-  {
-    /* a row this pass has nothing left to do for leaves before its
-       parameters are copied (the checks below say the same): most of a
-       top_k row's later launches find it decided */
-    const i32 ps = A.pass;
-    if (Q->status != 0) return;
-    if ((ps == P_COUNT + 1 || ps == P_COUNT + 2) && Q->cdone) return;
-    if ((ps == P_MASS + 1 || ps == P_MASS + 2) && (Q->pdone || Q->cand)) return;
-    if (ps == P_SUMS && (Q->cand || Q->sums_done)) return;
-  }
+  const i32 pass = A.pass, V = A.vocab;
+  if (pass_skips(Q, pass)) return;
   row_to_shared(&sR, A, r);
   __syncthreads();
   const Row &R = sR;
+  if (R.status != 0 || Q->status != 0) return;
+  const int greedy = (R.flags & F_GREEDY) != 0;
+  i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
+  if (beg > end) beg = end;
+  const float *src = row_src(A, R, r);
+  const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
+  /* P_PGATHER: a top_p row decided by its bins' range (P_PBIN) sums the
+     keys above the range and lists the range's */
+  const int pg = MS_BINS_ON && pass == P_PGATHER;
+  const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
+  if (pg ? (greedy || !Q->pbins || Q->cand || Q->pdone) : (greedy && !lp_proc)) return;
+  if (Q->cand || (R.flags & F_LLAMA)) return;   /* ms_k_row resolves it from the candidates, or its list */
+  if (Q->sums_done) return;   /* P_PGATHER summed the tiles (and drew an F_END row) */
+  const u32 k_lo = pg ? Q->pk_lo : 0u, span = pg ? Q->pk_hi - k_lo : 0u, k_hi = k_lo + span;
+  u32 theta = greedy ? MS_KEY_NEG_INF + 1u : pg ? max(k_hi, (R.flags & F_HF) ? Q->t_minp : 0u) : sel_theta(R, Q);
+  const i32 E = tile_e(V), TILE = 32 * E;
+  /* beg is a multiple of TILE unless the chunk lies past the row's end */
+  const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
+  u32 cnt = 0u;
+  i32 last = -1;
+  const i32 cut = Q->cut;
+  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; },
+            [&](i32 i, float l) {   /* (P_SUMS: span 0; -inf's key is below any k_lo) */
+#if MS_BINS_ON
+              const u32 key = fkey(l);
+              if (key - k_lo < span) pgather_add(Q, key, i);
+#else
+              (void)i; (void)l; (void)span;
+#endif
+            }, &cnt, &last);
+  cnt = bsum_u(cnt);
+  last = bmax_i(last);
+  if (tid == 0) {
+    if (cnt) atomicAdd(&Q->cnt, cnt);
+    if (last >= 0) atomicMax(&Q->last, last);
+  }
+  if (!pg && !(R.flags & F_END)) return;
+  /* the last block to finish decides (P_PGATHER) and draws an F_END row
+     (ms_k_row's draw, on the same tile sums) */
+  __threadfence();   /* this block's tile sums before the count that announces them */
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+  __syncthreads();
+  if (!s_last) return;
+  if (tid == 0) Q->arrived = 0;
+#if MS_BINS_ON
+  if (pg && !(theta = pgather_finish(R, Q, src, V, M, S, sel_t1(R, Q), (PgSh *)&sh, &s_n))) return;
+#endif
+  if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh.d, &s_draw);
+}
+#endif
+
+#if MS_IN_UNIT(1)
+/* One full-row pass of the selection (Args.pass): block (r, c) reads
+   chunk c of row r. P_COUNT + j and P_MASS + j (j = 0, 1, 2) are the
+   radix passes of top_k (counts) and top_p (masses): each block adds its
+   chunk's histogram into Sel.hist, and the last block of the row to finish (Sel.arrived)
+   finds the bin, clears the histogram and stores the decision for the
+   next launch. P_CAND gathers top_k's candidates. Rows that a pass does
+   not concern return at once, all their blocks alike. */
+extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
+  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
+  __shared__ i32 s_last;
+  __shared__ Row sR;
+  const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
+  Sel *Q = (Sel *)A.sel + r;
   const i32 pass = A.pass, V = A.vocab;
+  if (pass_skips(Q, pass)) return;
+  row_to_shared(&sR, A, r);
+  __syncthreads();
+  const Row &R = sR;
   if (R.status != 0 || Q->status != 0) return;
   const int greedy = (R.flags & F_GREEDY) != 0;
   i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
@@ -1488,53 +1564,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   if (pass == P_CAND) {
     if (greedy || !Q->cand || (R.flags & F_LLAMA)) return;   /* llama.cpp rows gather in ms_k_row */
     gather_cands(src, beg, end, Q->cedge, &Q->ncand, Q->ck, Q->cid);
-    return;
-  }
-
-  if (pass == P_SUMS || pass == P_PGATHER) {
-    /* P_PGATHER: a top_p row decided by its bins' range (P_PBIN) sums the
-       keys above the range and lists the range's */
-    const int pg = MS_BINS_ON && pass == P_PGATHER;
-    const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
-    if (pg ? (greedy || !Q->pbins || Q->cand || Q->pdone) : (greedy && !lp_proc)) return;
-    if (Q->cand || (R.flags & F_LLAMA)) return;   /* ms_k_row resolves it from the candidates, or its list */
-    if (Q->sums_done) return;   /* P_PGATHER summed the tiles (and drew an F_END row) */
-    const u32 k_lo = pg ? Q->pk_lo : 0u, span = pg ? Q->pk_hi - k_lo : 0u, k_hi = k_lo + span;
-    u32 theta = greedy ? MS_KEY_NEG_INF + 1u : pg ? max(k_hi, (R.flags & F_HF) ? Q->t_minp : 0u) : sel_theta(R, Q);
-    const i32 E = tile_e(V), TILE = 32 * E;
-    /* beg is a multiple of TILE unless the chunk lies past the row's end */
-    const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
-    u32 cnt = 0u;
-    i32 last = -1;
-    const i32 cut = Q->cut;
-    tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; },
-              [&](i32 i, float l) {   /* (P_SUMS: span 0; -inf's key is below any k_lo) */
-#if MS_BINS_ON
-                const u32 key = fkey(l);
-                if (key - k_lo < span) pgather_add(Q, key, i);
-#else
-                (void)i; (void)l; (void)span;
-#endif
-              }, &cnt, &last);
-    cnt = bsum_u(cnt);
-    last = bmax_i(last);
-    if (tid == 0) {
-      if (cnt) atomicAdd(&Q->cnt, cnt);
-      if (last >= 0) atomicMax(&Q->last, last);
-    }
-    if (!pg && !(R.flags & F_END)) return;
-    /* the last block to finish decides (P_PGATHER) and draws an F_END row
-       (ms_k_row's draw, on the same tile sums) */
-    __threadfence();   /* this block's tile sums before the count that announces them */
-    __syncthreads();
-    if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-    __syncthreads();
-    if (!s_last) return;
-    if (tid == 0) Q->arrived = 0;
-#if MS_BINS_ON
-    if (pg && !(theta = pgather_finish(R, Q, src, V, M, S, sel_t1(R, Q), (PgSh *)&sh, &s_n))) return;
-#endif
-    if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh.d, &s_draw);
     return;
   }
 
@@ -1831,7 +1860,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
 }
 #endif
 
-#if MS_IN_UNIT(3)
+#if MS_IN_UNIT(5)
 /* e[i] = exp(v[i] - v[0]) for i < n (one thread), and their sum: llama.cpp's
    list weights relative to its first (largest) value. Not inlined: two
    callers, and the exp polynomial once is a shorter compile. */
@@ -2199,7 +2228,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
       } else { theta = sel_theta(R, Q); cut = Q->cut; }
     }
 
-    /* the kept weight's tile sums (ms_k_pass's P_SUMS): the mass Z, the
+    /* the kept weight's tile sums (ms_k_sums): the mass Z, the
        draw, the processed logprobs */
     if ((!greedy || lp_proc) && !cand) {
       const i32 E = tile_e(V);

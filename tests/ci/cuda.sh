@@ -70,7 +70,7 @@ if [ $headers_only = 0 ]; then
     if [ $rc = 3 ]; then echo "SKIP mysample cuda-compile: NVRTC not found"
     elif [ $rc = 0 ]; then echo "$out"; pass "mysample cuda-compile sm_80 sm_90"
     else echo "$out"; bad "mysample cuda-compile"; fi
-    # MYSAMPLE_CUDA_NO_PTHREAD: the four programs compile one after another
+    # MYSAMPLE_CUDA_NO_PTHREAD: the programs compile one after another
     cat > "$tmp/serial.c" <<'C'
 #define MYSAMPLE_IMPLEMENTATION
 #define MYSAMPLE_CUDA_IMPLEMENTATION
