@@ -72,6 +72,8 @@ compile_cold() {
     echo "(NVRTC's own cache on:)"
     MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=$o build/mysample cuda-compile --arch sm_90
   done
+  # each program alone (the largest bounds the cold compile on free cores)
+  CUDA_CACHE_DISABLE=1 python3 tools/nvrtc_programs.py --reps 2
 }
 profile() {
   # per-kernel times and throughputs under Nsight Compute, one batch per case
