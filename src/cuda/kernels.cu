@@ -1454,6 +1454,29 @@ __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
   return false;
 }
 
+/* A block of ms_k_pass or ms_k_sums: chunk [beg, end) of its row. */
+struct PassBlock { i32 beg, end; const float *src; float M, S; int greedy; };
+/* The start of both: the row's parameters into sR and the block's chunk;
+   false when the row has nothing to do in this pass (every block of the
+   row alike, and every thread of a block: the barrier inside is reached
+   by all or none). */
+__device__ __forceinline__ bool pass_begin(const Args &A, Sel *Q, Row *sR, PassBlock *pb) {
+  const i32 r = blockIdx.x;
+  if (pass_skips(Q, A.pass)) return false;
+  row_to_shared(sR, A, r);
+  __syncthreads();
+  const Row &R = *sR;
+  if (R.status != 0 || Q->status != 0) return false;
+  pb->greedy = (R.flags & F_GREEDY) != 0;
+  pb->beg = (i32)blockIdx.y * A.chunk;
+  pb->end = min(A.vocab, pb->beg + A.chunk);
+  if (pb->beg > pb->end) pb->beg = pb->end;
+  pb->src = row_src(A, R, r);
+  pb->M = Q->P.m;
+  pb->S = pb->greedy ? 1.0f : R.inv_temp;
+  return true;
+}
+
 /* Six blocks per SM (40 registers): at 48 only five fitted, and the
    6 x SMs blocks of a large batch ran a second, nearly empty wave (top_p
    at batch 256 on an H200: 446 us instead of 409). MS_PASS_MINB and
@@ -1476,19 +1499,16 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
 #endif
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
-  const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
+  const i32 r = blockIdx.x, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
   const i32 pass = A.pass, V = A.vocab;
-  if (pass_skips(Q, pass)) return;
-  row_to_shared(&sR, A, r);
-  __syncthreads();
+  PassBlock pb;
+  if (!pass_begin(A, Q, &sR, &pb)) return;
   const Row &R = sR;
-  if (R.status != 0 || Q->status != 0) return;
-  const int greedy = (R.flags & F_GREEDY) != 0;
-  i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
-  if (beg > end) beg = end;
-  const float *src = row_src(A, R, r);
-  const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
+  const int greedy = pb.greedy;
+  const i32 beg = pb.beg, end = pb.end;
+  const float *src = pb.src;
+  const float M = pb.M, S = pb.S;
   /* P_PGATHER: a top_p row decided by its bins' range (P_PBIN) sums the
      keys above the range and lists the range's */
   const int pg = MS_BINS_ON && pass == P_PGATHER;
@@ -1547,19 +1567,16 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
   __shared__ i32 s_last;
   __shared__ Row sR;
-  const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x;
+  const i32 r = blockIdx.x, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
   const i32 pass = A.pass, V = A.vocab;
-  if (pass_skips(Q, pass)) return;
-  row_to_shared(&sR, A, r);
-  __syncthreads();
+  PassBlock pb;
+  if (!pass_begin(A, Q, &sR, &pb)) return;
   const Row &R = sR;
-  if (R.status != 0 || Q->status != 0) return;
-  const int greedy = (R.flags & F_GREEDY) != 0;
-  i32 beg = c * A.chunk, end = min(V, beg + A.chunk);
-  if (beg > end) beg = end;
-  const float *src = row_src(A, R, r);
-  const float M = Q->P.m, S = greedy ? 1.0f : R.inv_temp;
+  const int greedy = pb.greedy;
+  const i32 beg = pb.beg, end = pb.end;
+  const float *src = pb.src;
+  const float M = pb.M, S = pb.S;
 
   if (pass == P_CAND) {
     if (greedy || !Q->cand || (R.flags & F_LLAMA)) return;   /* llama.cpp rows gather in ms_k_row */
