@@ -1569,7 +1569,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   __shared__ Row sR;
   const i32 r = blockIdx.x, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
-  const i32 pass = A.pass, V = A.vocab;
+  const i32 pass = A.pass;
   PassBlock pb;
   if (!pass_begin(A, Q, &sR, &pb)) return;
   const Row &R = sR;
