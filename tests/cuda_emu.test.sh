@@ -86,7 +86,7 @@ elif ! $lock make -s $dir/libcuda_emu_fma.so >> $dir/build.log 2>&1; then
   echo "FAIL cuda-emu-fma: build"; fail=1
 else
   { MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu penalty_rounding 2>&1
-    MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu topp_bins_route 2>&1; } \
+    MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu topp_bins 2>&1; } \
     | sed 's/^PASS cuda-emu:/PASS cuda-emu-fma:/; s/^FAIL cuda-emu:/FAIL cuda-emu-fma:/; s/^SKIP cuda-emu:/SKIP cuda-emu-fma:/' \
     | grep -E '^(PASS|FAIL|SKIP) ' || true
 fi

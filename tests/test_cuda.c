@@ -1375,9 +1375,10 @@ static void test_gpu_tie_cuts_match_cpu(void) {
    read from the end of its selection state (pbins, sums_done: the last
    two words of Sel): smooth rows, top_k + top_p, HF with min_p, a cold
    temperature, a logprobs row (which ms_k_row finishes) and a row of
-   logits in steps of 1/8 (its threshold bin is one tie of a few hundred:
-   vLLM keeps it whole) take the bins; a row of equal logits (its
-   threshold bin holds all 12000) falls back to the radix passes. */
+   logits in steps of 1/8 (the bins that may hold its threshold hold a tie
+   of a few hundred: vLLM keeps it whole) take the bins; a row of equal
+   logits (all 12000 in the bins, more than the list's 4096) falls back to
+   the radix passes. */
 static void test_gpu_topp_bins_route(void) {
   enum { R = 8, V = 12000 };
   static float logits[R * V], probs[2][R * V], cprobs[V];
@@ -1430,6 +1431,62 @@ static void test_gpu_topp_bins_route(void) {
                out[mode][r].rank, o.rank);
     }
   }
+  CHECK_EQ_INT(bad, 0);
+}
+
+/* ---- top_p by bins on 128k vocabularies ---------------------------------------
+   The bins' range of keys (P_PBIN) must hold the threshold for the exact
+   selection on its list (P_PGATHER) to decide: on real-sized rows of
+   several spreads, temperatures and top_p (with top_k, min_p, HF) every
+   row takes the bins (pbins and sums_done set, read from the end of its
+   selection state) and equals the CPU. */
+static void test_gpu_topp_bins_large(void) {
+  enum { R = 6, V = 128256 };
+  static float logits[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 5], ctop[5];
+  const float sigma[R] = { 1.0f, 2.0f, 3.0f, 1.0f, 5.0f, 0.5f };
+  const float top_p[R] = { 0.9f, 0.95f, 0.5f, 0.99f, 0.9f, 0.8f };
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R], sel_tail[2];
+  ms_cuda_out out[R];
+  ms_cuda *cu;
+  ms_sampler *cpu = NULL;
+  ms_sampler_desc sd;
+  t_dev g;
+  int r, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&sd, 0, sizeof sd);
+  sd.max_vocab = V;
+  CHECK_EQ_INT(ms_sampler_create(&cpu, &sd), MS_OK);
+  if (!cpu) return;
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_default();
+    ps[r].top_p = top_p[r];
+    ps[r].seed = 1300u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(logits + (size_t)r * V, V, sigma[r]);
+    if (r == 1) ps[r].temperature = 0.7f;
+    if (r == 3) { ps[r].temperature = 1.5f; ps[r].top_k = 20000; }
+    if (r == 4) { ps[r].profile = MS_PROFILE_HF; ps[r].min_p = 0.001f; }
+    if (r == 5) { ps[r].logprobs = 5; ps[r].logprobs_mode = MS_LOGPROBS_PROCESSED; }
+    pp[r] = &ps[r];
+  }
+  if (!t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_BINS, 5)) { ms_sampler_destroy(cpu); return; }
+  t_batch_run(cu, &g, logits, R, V, pp, 5, probs, tok, out, top);
+  for (r = 0; r < R; r++) {
+    const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
+    ms_output o;
+    ms_result crc;
+    double e;
+    CHECK(ms_cuda_download(cu, sel_tail, tail, 8) == MS_OK);
+    CHECK_MSG(sel_tail[0] == 1 && sel_tail[1] == 1, "row %d: pbins %d sums_done %d", r, sel_tail[0], sel_tail[1]);
+    if (t_row_differs(cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5,
+                      cprobs, ctop, &o, &crc, &e) && bad++ < 6)
+      printf("  row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", r, tok[r], o.token, e, out[r].rank, o.rank);
+  }
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+  ms_sampler_destroy(cpu);
   CHECK_EQ_INT(bad, 0);
 }
 
@@ -2550,6 +2607,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_splits_and_vocab_edges);
   RUN_GPU(test_gpu_tie_cuts_match_cpu);
   RUN_GPU(test_gpu_topp_bins_route);
+  RUN_GPU(test_gpu_topp_bins_large);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);

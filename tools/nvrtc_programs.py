@@ -6,13 +6,15 @@ them at once). No GPU needed, only NVRTC.
 
 usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
                                [--source src/cuda/kernels.cu] [--units 0,1,2,3,4,5]
+                               [-D NAME=VALUE ...]
 
 Prints the best of --reps compiles per program (the programs alternate
 between reps, so a slow spell of the machine touches all of them), then
 the largest. The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
 -DMS_UNIT=u, and --Ofast-compile=min for the programs of kernels the
 figures never run (FAST_UNITS below; keep it in step with
-ms__cu_unit_fast_ok)."""
+ms__cu_unit_fast_ok). -D adds a define to every program (-D MS_TOPP_BINS=1:
+the programs of an ms_cuda with top_p's bins)."""
 import argparse
 import ctypes
 import sys
@@ -57,6 +59,7 @@ def main():
     ap.add_argument("--nvrtc", default=None)
     ap.add_argument("--source", default="src/cuda/kernels.cu")
     ap.add_argument("--units", default="0,1,2,3,4,5")
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     a = ap.parse_args()
     lib = load(a.nvrtc)
     src = open(a.source, "rb").read()
@@ -64,7 +67,7 @@ def main():
     best = {u: float("inf") for u in units}
     for _ in range(a.reps):
         for u in units:
-            opts = ["-std=c++14", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u]
+            opts = ["-std=c++14", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
             if u in FAST_UNITS:
                 opts.append("--Ofast-compile=min")
             best[u] = min(best[u], compile_once(lib, src, opts))

@@ -91,9 +91,10 @@ typedef struct ms_cuda_desc {
 
 /* ms_cuda_desc.topp. Both give the same tokens and distributions. RADIX:
    three radix passes over the row's keys, then the draw's tile sums (four
-   reads after the statistics). BINS: a histogram of the distance below
-   the max, then the tile sums with the threshold's bin listed (two reads;
-   the radix passes when that bin holds more than 1024 tokens). */
+   reads after the statistics). BINS: counts by distance below the max
+   bound the threshold to a few bins, then the tile sums with those bins'
+   tokens listed and the threshold selected exactly among them (two reads;
+   the radix passes when the bins hold more than 4096 tokens). */
 #define MS_CUDA_TOPP_DEFAULT 0
 #define MS_CUDA_TOPP_RADIX 1
 #define MS_CUDA_TOPP_BINS 2

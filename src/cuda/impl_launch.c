@@ -27,7 +27,8 @@
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41128   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41136   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_PCAND 4096        /* MS_PCAND in kernels.cu: P_PGATHER's listed keys per row */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
 /* Passes of ms_k_pass: keep in sync with P_* in kernels.cu. */
@@ -83,6 +84,7 @@ typedef struct ms__cuda_args {
   uint64_t hist;
   int32_t hist_cap, hist_pad;
   uint64_t budget;
+  uint64_t pcand;         /* top_p's bins: per row, MS__CUDA_PCAND keys, then their ids */
 } ms__cuda_args;
 
 /* struct SeqArgs in kernels.cu. */
@@ -98,7 +100,7 @@ typedef struct ms__cuda_seq_args {
 
 /* Layout checks (a negative array size fails the build). */
 typedef char ms__cuda_check_row[(sizeof(ms__cuda_row) == 200) ? 1 : -1];
-typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 184) ? 1 : -1];
+typedef char ms__cuda_check_args[(sizeof(ms__cuda_args) == 192) ? 1 : -1];
 typedef char ms__cuda_check_seq[(sizeof(ms__cuda_seq_args) == 352) ? 1 : -1];
 typedef char ms__cuda_check_out[(sizeof(ms_cuda_out) == 40) ? 1 : -1];
 typedef char ms__cuda_check_lp[(sizeof(ms_logprob) == 8) ? 1 : -1];
@@ -183,7 +185,7 @@ struct ms_cuda {
   int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
   int32_t extra_words;
   size_t blob_bytes;
-  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget;
+  ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget, d_pcand;
   void *stage[2];
   ms__CUhandle ev[2];
   int ev_used[2];
@@ -207,6 +209,15 @@ static int ms__cuda_desc_ok(const ms_cuda_desc *d) {
          d->max_history >= 0 && d->max_history <= (1 << 24);
 }
 
+/* Whether top_p takes the bins first: ms_cuda_desc.topp, or by default
+   $MYSAMPLE_CUDA_TOPP = bins. */
+static int ms__cuda_topp_bins(const ms_cuda_desc *d) {
+  const char *e;
+  if (d->topp != MS_CUDA_TOPP_DEFAULT) return d->topp == MS_CUDA_TOPP_BINS;
+  e = ms__cu_getenv("MYSAMPLE_CUDA_TOPP");
+  return e && !strcmp(e, "bins");
+}
+
 /* Tokens of history per slot: ms_cuda_desc.max_history, 64 by default. */
 static int32_t ms__cuda_hist_cap(const ms_cuda_desc *d) { return d->max_history > 0 ? d->max_history : 64; }
 
@@ -224,6 +235,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += S * V * 4 + S * 4;                                                /* sequences */
   n += S * ((size_t)ms__cuda_hist_cap(d) + 1) * 4;                       /* their histories */
   n += S * MS__CUDA_BUD_WORDS * 4;                                       /* their reasoning budgets */
+  if (ms__cuda_topp_bins(d)) n += rows * MS__CUDA_PCAND * 8;             /* top_p's listed keys */
   return n;
 }
 
@@ -259,6 +271,7 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu) {
     if (cu->d_seq_len) d->mem_free(cu->d_seq_len);
     if (cu->d_hist) d->mem_free(cu->d_hist);
     if (cu->d_budget) d->mem_free(cu->d_budget);
+    if (cu->d_pcand) d->mem_free(cu->d_pcand);
     for (i = 0; i < 2; i++) {
       if (cu->stage[i]) d->mem_free_host(cu->stage[i]);
       if (cu->ev[i]) d->event_destroy(cu->ev[i]);
@@ -311,11 +324,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
     memset(cu->slot_mark, 0, (size_t)cu->max_slots * sizeof *cu->slot_mark);
     memset(cu->slot_budget, 0, (size_t)cu->max_slots);
   }
-  cu->topp_bins = desc->topp == MS_CUDA_TOPP_BINS;
-  if (desc->topp == MS_CUDA_TOPP_DEFAULT) {
-    const char *e = ms__cu_getenv("MYSAMPLE_CUDA_TOPP");
-    cu->topp_bins = e && !strcmp(e, "bins");
-  }
+  cu->topp_bins = ms__cuda_topp_bins(desc);
   cu->extra_words = ms__cuda_extra_words(desc);
   cu->salt = (uint64_t)(uintptr_t)cu;
 
@@ -393,7 +402,8 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_hist, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1) * 4)) != MS__CUDA_SUCCESS) ||
-      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_budget, (size_t)cu->max_slots * MS__CUDA_BUD_WORDS * 4)) != MS__CUDA_SUCCESS)) {
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_budget, (size_t)cu->max_slots * MS__CUDA_BUD_WORDS * 4)) != MS__CUDA_SUCCESS) ||
+      (cu->topp_bins && (e = d->mem_alloc(&cu->d_pcand, rows * MS__CUDA_PCAND * 8)) != MS__CUDA_SUCCESS)) {
     ms__cu_msg(msg, msg_size, "cuMemAlloc (%llu bytes in all): %s", (unsigned long long)ms_cuda_workspace_size(desc), ms__cu_errstr(e));
     goto fail;
   }
@@ -750,6 +760,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.hist = (uint64_t)cu->d_hist;
   A.hist_cap = cu->hist_cap;
   A.budget = (uint64_t)cu->d_budget;
+  A.pcand = (uint64_t)cu->d_pcand;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;

@@ -126,6 +126,7 @@ struct Args {
   u64 hist;               /* the slots' histories: see SeqArgs */
   i32 hist_cap, hist_pad;
   u64 budget;             /* the slots' reasoning budgets: MS_BUD_WORDS words each (budget_step) */
+  u64 pcand;              /* F_TOPP_BINS: per row, the keys P_PGATHER lists, then their ids (MS_PCAND each) */
 };
 
 /* Per-chunk statistics of a row (ms_k_stats -> ms_k_row). */
@@ -174,12 +175,12 @@ struct Sel {
   i32 ll_rank, ll_ntop;
   u32 t_eps;              /* HF epsilon / eta: their threshold key (P_EPS, P_ETA; 0: none) */
   i32 eps_pad;
-  double pabove;          /* F_TOPP_BINS: the mass of the bins above the threshold's bin, ... */
-  u32 pk_lo, pk_hi;       /* ... whose keys are [pk_lo, pk_hi) */
+  u64 pz, pa;             /* F_TOPP_BINS: the integer masses (2^-44) of the keys >= lower and >= pk_hi (P_PGATHER) */
+  u32 pk_lo, pk_hi;       /* the keys of the bins that may hold top_p's threshold (P_PBIN) */
   i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
   i32 sums_done;          /* P_PGATHER summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
-static_assert(sizeof(Sel) == 41128, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41136, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -1061,6 +1062,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
     Q->kkeep = 0xffffffffu; Q->cut = 0x7fffffff; Q->prest = 0.0; Q->praw = 0ull; Q->pbins = 0; Q->sums_done = 0;
     Q->target = 0.0;
     Q->t_eps = 0u;
+    Q->pz = 0ull; Q->pa = 0ull;
     /* rows that end here: greedy ones, and any that cannot be sampled */
     const i32 st = part_status(t);
     const int greedy = (R.flags & F_GREEDY) != 0;
@@ -1291,30 +1293,40 @@ __device__ void end_draw(const Args &A, const Row &R, i32 r, const Sel *Q, const
 
 
 /* ---- top_p by bins (F_TOPP_BINS) ---------------------------------------------
-   Two reads of the row instead of the radix path's four (its three passes,
-   then the tile sums), and the first without its hot bins: the radix
-   path's first pass bins the top 11 bits of the keys, so a smooth row
-   falls in a few dozen bins and the shared atomics serialise; these bins
-   are 1/MS_PB_BW of a scaled logit wide (16 below the max, the rest in
-   the last bin), so the row spreads over hundreds.
-   P_PBIN: the mass histogram of the bins (exact integer masses, fx_add);
-   the last block finds the threshold's bin (find_bin, the radix rule) and
-   its key range [pk_lo, pk_hi) (the bin is non-increasing in the key, so
-   a bisection over keys finds the ends).
-   P_PGATHER: P_SUMS's tile sums of the keys above the range (kept
-   whatever the threshold), with the range's keys listed as candidates;
-   the last block finishes (pgather_finish) and draws an F_END row. More
-   than MS_CAND candidates (a crowd of near-equal logits): the row is left
-   to the radix passes, launched after these. Both passes are branches of
-   ms_k_pass's radix and P_SUMS code, compiled in only for an ms_cuda that
-   asks for them (-DMS_TOPP_BINS=1: ms_k_pass's program then compiles in
-   1.0 s instead of 0.77); the emulator always has them. */
+   Two reads of the row after the statistics instead of the radix path's
+   four (three passes, then the tile sums), and neither weighs elements
+   into shared memory (the radix path's first pass does, with the exact
+   exp and two shared atomics each, into a few dozen hot bins):
+   P_PBIN counts the keys >= lower in MS_PB_NB bins of the scaled
+   distance below the max, 1/MS_PB_BW wide (the last bin takes all 16 or
+   more below): one shared atomic add an element, no exp. Every element
+   of a bin weighs within known bounds, so the last block bounds each
+   bin's mass above and p * Z, and finds the bins that may hold the
+   threshold (pb_window); their key range [pk_lo, pk_hi) holds a few
+   thousand keys of a smooth 128k row (about 2200 at sigma 1 and top_p
+   0.9). More than MS_PCAND: the row takes the radix passes.
+   P_PGATHER: P_SUMS's tile sums of the keys >= pk_hi (kept whatever the
+   threshold), the range's keys listed (A.pcand), and the exact integer
+   masses (fx_of of the CPU's weights) of the keys >= lower (Z) and of
+   those >= pk_hi. Its last block selects the threshold exactly among the
+   listed keys (pgather_finish: the radix passes' rule on the list), adds
+   the kept ones to their tiles and draws an F_END row. Should the exact
+   masses put the threshold outside the range (the bounds rule it out),
+   the row takes the radix passes too. Compiled in only for an ms_cuda
+   that asks (-DMS_TOPP_BINS=1); the emulator always has it. */
 #if defined(MS_TOPP_BINS) || !defined(MS_UNIT)
 #define MS_BINS_ON 1
-#define MS_PB_BW 128.0f
+#define MS_PB_NB 4096     /* bins (u32 counts: 16 KB of shared memory) */
+#define MS_PB_BW 256.0f   /* bins per unit of scaled logit */
+#define MS_PCAND 4096     /* listed keys per row: A.pcand holds MS_PCAND keys, then their ids */
+static_assert(MS_PB_NB % MS_ST == 0 && MS_PB_NB * 4 == MS_BINS * 8, "P_PBIN's bins: Sel.hist and the pass's shared scratch");
+/* The bin of logit l <= M: MS_PB_NB - 1 - floor((M - l) * S * MS_PB_BW),
+   clamped at 0 (larger values, higher bins, as the radix's). (M - l) * S
+   rounds exactly as wgt's (l - M) * S (negated) and * MS_PB_BW is exact,
+   so the argument of an element's weight lies inside its bin's interval. */
 __device__ __forceinline__ i32 topp_bin(float l, float M, float S) {
-  const float x = fminf(__fmul_rn(__fmul_rn(__fsub_rn(M, l), S), MS_PB_BW), (float)(MS_BINS - 1));
-  return MS_BINS - 1 - (i32)x;   /* larger values, higher bins (as the radix's) */
+  const float x = fminf(__fmul_rn(__fmul_rn(__fsub_rn(M, l), S), MS_PB_BW), (float)(MS_PB_NB - 1));
+  return MS_PB_NB - 1 - (i32)x;
 }
 /* The smallest key in [lo, hi] whose bin is >= b (hi's bin must be). */
 __device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
@@ -1324,114 +1336,154 @@ __device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
   }
   return lo;
 }
-/* A key of the threshold's bin, listed (rare: a call keeps the unrolled
-   tile loop small). */
-__device__ __noinline__ void pgather_add(Sel *Q, u32 key, i32 i) {
-  const u32 at = atomicAdd(&Q->ncand, 1u);
-  if (at < MS_CAND) { Q->ck[at] = key; Q->cid[at] = i; }
+/* P_PBIN's last block, on the row's counts c[MS_PB_NB] (shared): the
+   bins that may hold top_p's threshold. The threshold's bin is the lowest
+   non-empty bin whose mass strictly above is < p * Z (find_bin's rule).
+   An element at o = MS_PB_NB - 1 - b bins below the max has the integer
+   mass (2^-44 units) of a weight in (e^-(o+1)/W, e^-o/W] (W = MS_PB_BW; 0
+   up for the last bin), within 1e-5 for the CPU's expf and the rounding
+   to 2^-44 (its weights there are >= e^-16, so 2^-45 is under 3e-7 of
+   them). So bin b surely qualifies when its most mass above is < p * the
+   least Z, and surely not when its least is >= p * the most Z: the
+   threshold lies in [*b_lo, *b_hi] (the lowest surely qualifying bin, one
+   above the highest surely not). Returns how many keys those bins hold;
+   0 when nothing surely qualifies (top_p <= 0). Every thread calls. */
+__device__ u32 pb_window(const u32 *c, float top_p, i32 *b_lo, i32 *b_hi) {
+  __shared__ i32 s_lo, s_hi;
+  const i32 per = MS_PB_NB / (i32)blockDim.x, first = (i32)threadIdx.x * per;   /* bins from the top */
+  const double step = exp(-1.0 / (double)MS_PB_BW), up = 1.0 + 1e-5, down = 1.0 - 1e-5;
+  const double w0 = exp(-(double)first / (double)MS_PB_BW);   /* e^-o/W at this thread's first bin */
+  double lo_s = 0.0, hi_s = 0.0, w = w0;
+  for (i32 j = 0; j < per; j++, w *= step) {
+    const i32 o = first + j;
+    const double n = (double)c[MS_PB_NB - 1 - o];
+    hi_s += n * (o == MS_PB_NB - 1 ? w * up + 3e-14 : w * up);
+    lo_s += n * (o == MS_PB_NB - 1 ? 0.0 : w * step * down);
+  }
+  double z_lo, z_hi;
+  double a_lo = bscan_excl(lo_s, &z_lo);
+  double a_hi = bscan_excl(hi_s, &z_hi);
+  const double t_lo = (double)top_p * z_lo, t_hi = (double)top_p * z_hi;
+  if (threadIdx.x == 0) { s_lo = -1; s_hi = MS_PB_NB; }
+  __syncthreads();
+  w = w0;
+  for (i32 j = 0; j < per; j++, w *= step) {
+    const i32 o = first + j, b = MS_PB_NB - 1 - o;
+    const double n = (double)c[b];
+    if (n > 0.0) {
+      if (a_hi < t_lo) atomicMin(&s_hi, b);
+      if (a_lo >= t_hi) atomicMax(&s_lo, b);
+    }
+    a_hi += n * (o == MS_PB_NB - 1 ? w * up + 3e-14 : w * up);
+    a_lo += n * (o == MS_PB_NB - 1 ? 0.0 : w * step * down);
+  }
+  __syncthreads();
+  const i32 lo = s_lo + 1, hi = s_hi;
+  u32 n = 0u;
+  for (i32 j = 0; j < per; j++) { const i32 b = MS_PB_NB - 1 - (first + j); if (b >= lo && b <= hi) n += c[b]; }
+  n = bsum_u(n);
+  *b_lo = lo; *b_hi = hi;
+  return hi < MS_PB_NB ? n : 0u;
 }
-struct PgSh { u32 key[MS_CAND]; i32 id[MS_CAND]; };
-/* A candidate's weight in 2^-44 (a call: the exact exp is long code). */
-__device__ __noinline__ u64 cand_fx(u32 key, float M, float S) {
-  return fx_of(wgt(unkey(key), M, S));
+/* P_PGATHER: the keys of [k_lo, k_lo + span) among the calling warp's 32
+   elements appended to the row's list (one atomic a warp). Every lane of
+   the warp calls. */
+__device__ __forceinline__ void pgather_list(Sel *Q, u32 *ck, i32 *cid, u32 key, i32 i, bool in) {
+  const u32 bal = __ballot_sync(0xffffffffu, in);
+  if (!bal) return;
+  const i32 lane = (i32)threadIdx.x & 31, lead = __ffs((i32)bal) - 1;
+  u32 base = 0u;
+  if (lane == lead) base = atomicAdd(&Q->ncand, (u32)__popc(bal));
+  base = __shfl_sync(0xffffffffu, base, lead);
+  const u32 at = base + (u32)__popc(bal & ((1u << lane) - 1u));
+  if (in && at < MS_PCAND) { ck[at] = key; cid[at] = i; }
 }
-static_assert(sizeof(PgSh) <= sizeof(double) * MS_BINS, "PgSh: ms_k_pass's shared scratch");
-/* P_PGATHER's last block, once every block's tile sums and candidates are
-   in: orders the candidates (key descending, id ascending), walks their
-   masses from pabove to the threshold (a value stays iff the mass strictly
-   above it is below the target, as in the radix path), adds the kept ones
-   to their tiles in id order, one thread a tile (so the sums do not
-   depend on G), and marks the row decided. Returns the kept set's theta,
-   or 0 when the candidates overflowed (the radix passes take the row).
-   Every thread calls; sh: 16 KB of shared scratch. */
-__device__ __noinline__ u32 pgather_finish(const Row &R, Sel *Q, const float *src, i32 V, float M, float S, u32 lower,
-                                           PgSh *sh, i32 *s_n) {
-  const i32 tid = threadIdx.x;
-  if (tid == 0) *s_n = (i32)*(const volatile u32 *)&Q->ncand;   /* (read once: thread 0 may clear it) */
+/* P_PGATHER's last block, once every block's tile sums, list and masses
+   are in: top_p's threshold tp, the smallest listed key whose mass
+   strictly above (with all of the keys >= pk_hi) is < p * Z, by radix
+   passes over the list with the exact integer masses (as the row's radix
+   passes would find it); then the kept listed keys' draw weights added to
+   their tiles (integer sums in Sel.hist, so in any order), and the row
+   marked decided. Returns the kept set's theta, or 0 when the threshold
+   lies outside the range (the radix passes take the row). Every thread
+   calls; shd: MS_BINS doubles of shared scratch. */
+__device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 r, i32 V, float M, float S, u32 lower,
+                                           double *shd, i32 *s_n) {
+  const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
+  if (tid == 0) *s_n = (i32)*(const volatile u32 *)&Q->ncand;   /* (read once: thread 0 clears it) */
   __syncthreads();
   const i32 n = *s_n;
-  if (n > MS_CAND) {
+  const u32 *ck = (const u32 *)pcand + (u64)r * (2u * MS_PCAND);
+  const i32 *cid = (const i32 *)(ck + MS_PCAND);
+  const u32 k_lo = Q->pk_lo, span = Q->pk_hi - k_lo;
+  const double Z = (double)__ldcg(&Q->pz) * (1.0 / MS_FX), above_hi = (double)__ldcg(&Q->pa) * (1.0 / MS_FX);
+  const double target = (double)R.top_p * Z;
+  double left = target - above_hi;   /* what the listed keys above the threshold must stay under */
+  bool ok = n <= MS_PCAND && left > 0.0;
+  u32 *lo = (u32 *)shd, *hi = lo + MS_BINS;
+  const i32 nbits = span <= 1u ? 1 : 32 - __clz((i32)(span - 1u));
+  i32 sh = max(nbits - 11, 0), sh_prev = 32;
+  u32 base = 0u;
+  while (ok) {
+    const u32 pmask = sh_prev >= 32 ? 0u : ~((1u << sh_prev) - 1u);
+    const u32 dmask = (1u << min(11, sh_prev - sh)) - 1u;
+    for (i32 b = tid; b < MS_BINS; b += nt) lo[b] = hi[b] = 0u;
+    __syncthreads();
+    for (i32 k = tid; k < n; k += nt) {
+      const u32 key = __ldcg(ck + k), off = key - k_lo;
+      if ((off & pmask) == base) fx_add(lo, hi, (i32)((off >> sh) & dmask), wgt(unkey(key), M, S));
+    }
+    __syncthreads();
+    double v[MS_BINS / MS_ST];
+#pragma unroll
+    for (i32 q = 0; q < MS_BINS / MS_ST; q++) v[q] = (double)fx_get(lo, hi, tid + q * nt) * (1.0 / MS_FX);
+    __syncthreads();
+    double w = 0.0;
+#pragma unroll
+    for (i32 q = 0; q < MS_BINS / MS_ST; q++) { shd[tid + q * nt] = v[q]; w += v[q]; }
+    if (sh_prev == 32 && !(above_hi + bsum_d(w) >= target)) { ok = false; break; }   /* below the range */
+    __syncthreads();
+    double above;
+    const i32 b = find_bin<double>(shd, MS_BINS, left, &above);
+    left -= above;
+    base |= (u32)b << sh;
+    if (sh == 0) break;
+    sh_prev = sh;
+    sh = max(sh - 11, 0);
+  }
+  if (!ok) {
     if (tid == 0) { Q->cnt = 0u; Q->last = -1; Q->ncand = 0u; Q->pbins = 0; }
     return 0u;
   }
-  const i32 per = (n + (i32)blockDim.x - 1) / (i32)blockDim.x;   /* <= 4 */
-  for (i32 k = tid; k < n; k += blockDim.x) { sh->key[k] = ((const volatile u32 *)Q->ck)[k]; sh->id[k] = ((const volatile i32 *)Q->cid)[k]; }
-  __syncthreads();
-  u32 mk[4];
-  i32 mi[4], rank[4];
-  for (int by_id = 0; by_id < 2; by_id++) {
-    if (by_id) __syncthreads();
-#pragma unroll 1
-  #pragma unroll 1
-  for (i32 q = 0; q < per; q++) {
-      const i32 k = tid * per + q;
-      rank[q] = -1;
-      if (k >= n) continue;
-      mk[q] = sh->key[k]; mi[q] = sh->id[k]; rank[q] = 0;
-#pragma unroll 1
-      for (i32 j = 0; j < n; j++) {
-        const u32 kj = sh->key[j];
-        const i32 ij = sh->id[j];
-        rank[q] += (by_id ? ij < mi[q] : (kj > mk[q] || (kj == mk[q] && ij < mi[q]))) ? 1 : 0;
-      }
-    }
-    __syncthreads();
-#pragma unroll 1
-    for (i32 q = 0; q < per; q++) if (rank[q] >= 0) { sh->key[rank[q]] = mk[q]; sh->id[rank[q]] = mi[q]; }
-    __syncthreads();
-    if (by_id) break;
-    /* in value order: the integer mass before each position; a value
-       passes iff the mass before any of its positions does (the first
-       has the least) */
-    u64 run = 0ull, tot;
-#pragma unroll 1
-  #pragma unroll 1
-  for (i32 q = 0; q < per; q++) {
-      const i32 k = tid * per + q;
-      if (k < n) run += cand_fx(sh->key[k], M, S);
-    }
-    u64 before = bscan_excl(run, &tot);
-    u32 tp = 0xffffffffu;
-    const double above = Q->pabove, target = Q->target;
-#pragma unroll 1
-  #pragma unroll 1
-  for (i32 q = 0; q < per; q++) {
-      const i32 k = tid * per + q;
-      if (k >= n) continue;
-      if (above + (double)before * (1.0 / MS_FX) < target) tp = min(tp, sh->key[k]);
-      before += cand_fx(sh->key[k], M, S);
-    }
-    tp = bmin_u(tp);
-    if (tp == 0xffffffffu) tp = n > 0 ? sh->key[0] : Q->pk_hi;   /* (rounding) the largest value */
-    if (tid == 0) { Q->tp = tp; Q->pdone = 1; }
-  }
-  u32 theta = max(lower, *(volatile u32 *)&Q->tp);
+  const u32 tp = k_lo + base;
+  u32 theta = max(lower, tp);
   if (R.flags & F_HF) theta = max(theta, Q->t_minp);
-  const i32 TILE = 32 * tile_e(V);
+  const i32 TILE = 32 * tile_e(V), n_tiles = (V + TILE - 1) / TILE;
+  u64 *tacc = Q->hist;   /* zero: P_PBIN's last block cleared it */
   u32 kc = 0u;
   i32 kl = -1;
-#pragma unroll 1
-  for (i32 q = 0; q < per; q++) {
-    const i32 k = tid * per + q;
-    if (k >= n) continue;
-    const i32 t = sh->id[k] / TILE;
-    if (sh->key[k] >= theta) { kc++; if (wdraw(src[sh->id[k]], M, S) > 0.0f) kl = max(kl, sh->id[k]); }
-    if (k == 0 || sh->id[k - 1] / TILE != t) {
-      double add = 0.0;
-      int any = 0;
-      for (i32 j = k; j < n && sh->id[j] / TILE == t; j++)
-        if (sh->key[j] >= theta) { add += (double)wdraw(src[sh->id[j]], M, S); any = 1; }
-      if (any) { volatile double *ts = &Q->tsum[t]; *ts = *ts + add; }
-    }
+  for (i32 k = tid; k < n; k += nt) {
+    const u32 key = __ldcg(ck + k);
+    if (key < theta) continue;
+    const i32 id = __ldcg(cid + k);
+    const float w = wdraw(unkey(key), M, S);
+    kc++;
+    if (w > 0.0f) { kl = max(kl, id); atomicAdd((unsigned long long *)&tacc[id / TILE], (unsigned long long)fx_of(w)); }
   }
   kc = bsum_u(kc);
   kl = bmax_i(kl);
+  __threadfence();
+  __syncthreads();
+  for (i32 t = tid; t < n_tiles; t += nt) {
+    const u64 add = __ldcg(tacc + t);
+    if (add) { Q->tsum[t] = __ldcg(&Q->tsum[t]) + (double)add * (1.0 / MS_FX); tacc[t] = 0ull; }
+  }
   if (tid == 0) {
     volatile u32 *vc = &Q->cnt;
     volatile i32 *vl = &Q->last;
     *vc = *vc + kc;
     if (kl > *vl) *vl = kl;
-    Q->sums_done = 1;
+    Q->tp = tp; Q->pdone = 1; Q->sums_done = 1; Q->ncand = 0u;
   }
   __threadfence();
   __syncthreads();
@@ -1492,7 +1544,7 @@ __device__ __forceinline__ bool pass_begin(const Args &A, Sel *Q, Row *sR, PassB
    its own (not a case of ms_k_pass) so that NVRTC compiles it beside
    ms_k_pass: the cold compile waits for the largest program. */
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args A) {
-  __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } sh;   /* (room for P_PGATHER's PgSh) */
+  __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } sh;   /* (pgather_finish's scratch) */
   __shared__ i32 s_last;
 #if MS_BINS_ON
   __shared__ i32 s_n;
@@ -1509,8 +1561,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   const i32 beg = pb.beg, end = pb.end;
   const float *src = pb.src;
   const float M = pb.M, S = pb.S;
-  /* P_PGATHER: a top_p row decided by its bins' range (P_PBIN) sums the
-     keys above the range and lists the range's */
+  /* P_PGATHER: a top_p row whose bins gave a range (P_PBIN) sums the
+     tiles of the keys above the range, lists the range's and adds up the
+     exact masses */
   const int pg = MS_BINS_ON && pass == P_PGATHER;
   const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
   if (pg ? (greedy || !Q->pbins || Q->cand || Q->pdone) : (greedy && !lp_proc)) return;
@@ -1524,17 +1577,38 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   u32 cnt = 0u;
   i32 last = -1;
   const i32 cut = Q->cut;
-  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; },
-            [&](i32 i, float l) {   /* (P_SUMS: span 0; -inf's key is below any k_lo) */
 #if MS_BINS_ON
-              const u32 key = fkey(l);
-              if (key - k_lo < span) pgather_add(Q, key, i);
+  const u32 lower = pg ? sel_t1(R, Q) : 0u;
+  u32 *ck = (u32 *)A.pcand + (u64)r * (2u * MS_PCAND);
+  u64 z = 0ull, a = 0ull;
+#endif
+  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; },
+            [&](i32 i, float l) {   /* (every lane of the warp, every element: -inf past the row's end) */
+#if MS_BINS_ON
+              if (pg) {
+                const u32 key = fkey(l);
+                const bool in = key >= lower;
+                if (in) {
+                  const u64 f = fx_of(wgt(l, M, S));
+                  z += f;
+                  if (key >= k_hi) a += f;
+                }
+                pgather_list(Q, ck, (i32 *)(ck + MS_PCAND), key, i, in && key - k_lo < span);
+              }
 #else
-              (void)i; (void)l; (void)span;
+              (void)i; (void)l; (void)span; (void)k_hi;
 #endif
             }, &cnt, &last);
   cnt = bsum_u(cnt);
   last = bmax_i(last);
+#if MS_BINS_ON
+  if (pg) {
+    u64 zt, at;
+    bscan_excl(z, &zt);
+    bscan_excl(a, &at);
+    if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
+  }
+#endif
   if (tid == 0) {
     if (cnt) atomicAdd(&Q->cnt, cnt);
     if (last >= 0) atomicMax(&Q->last, last);
@@ -1549,7 +1623,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   if (!s_last) return;
   if (tid == 0) Q->arrived = 0;
 #if MS_BINS_ON
-  if (pg && !(theta = pgather_finish(R, Q, src, V, M, S, sel_t1(R, Q), (PgSh *)&sh, &s_n))) return;
+  if (pg && !(theta = pgather_finish(A.pcand, R, Q, r, V, M, S, lower, sh.d, &s_n))) return;
 #endif
   if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh.d, &s_draw);
 }
@@ -1564,7 +1638,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
    next launch. P_CAND gathers top_k's candidates. Rows that a pass does
    not concern return at once, all their blocks alike. */
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
-  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
+  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; u32 n4[2 * MS_BINS]; } sh;
   __shared__ i32 s_last;
   __shared__ Row sR;
   const i32 r = blockIdx.x, tid = threadIdx.x;
@@ -1584,7 +1658,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     return;
   }
 
-  /* the radix passes, and P_PBIN (a first pass in other bins) */
+  /* the radix passes, and P_PBIN (counts in other bins) */
   const int joint = (R.flags & F_JOINT) != 0, pbin = MS_BINS_ON && pass == P_PBIN;
   /* top_k's candidates finish the selection in ms_k_row, which has
      neither SGLang's position cut nor HF's epsilon and eta */
@@ -1598,7 +1672,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   const i32 nb = j == 2 ? 1024 : 2048;
   const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
   const u32 prefix = j > 0 ? Q->prefix : 0u, pm = j > 0 ? Q->pm : 0u;
-  for (i32 b = tid; b < nb; b += blockDim.x) { if (count) sh.u[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
+  const i32 nh = pbin ? 2 * MS_BINS : nb;   /* (P_PBIN: MS_PB_NB counts) */
+  u32 *const hc = pbin ? sh.n4 : sh.u;
+  for (i32 b = tid; b < nh; b += blockDim.x) { if (count || pbin) hc[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
   __syncthreads();
   row_for<4>(src, beg, end, [&](i32, float l) {
     const u32 key = fkey(l);
@@ -1608,20 +1684,44 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
 #else
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
 #endif
-      if (count) atomicAdd(&sh.u[b], 1u);
+      if (count || pbin) atomicAdd(&hc[b], 1u);
       else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
     }
   });
   __syncthreads();
-  for (i32 b = tid; b < nb; b += blockDim.x) {
-    const u64 v = count ? (u64)sh.u[b] : fx_get(sh.fx.lo, sh.fx.hi, b);
-    if (v) atomicAdd((unsigned long long *)&Q->hist[b], (unsigned long long)v);
+  if (pbin) {
+    for (i32 b = tid; b < nh; b += blockDim.x) if (hc[b]) atomicAdd((u32 *)Q->hist + b, hc[b]);
+  } else {
+    for (i32 b = tid; b < nb; b += blockDim.x) {
+      const u64 v = count ? (u64)sh.u[b] : fx_get(sh.fx.lo, sh.fx.hi, b);
+      if (v) atomicAdd((unsigned long long *)&Q->hist[b], (unsigned long long)v);
+    }
   }
   __threadfence();   /* this block's bins before the count that announces them */
   __syncthreads();
   if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
   __syncthreads();
   if (!s_last) return;
+#if MS_BINS_ON
+  if (pbin) {   /* the keys that may hold the threshold, for P_PGATHER */
+    u32 *gc = (u32 *)Q->hist;
+    u32 v[MS_PB_NB / MS_ST];
+#pragma unroll
+    for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) v[q] = __ldcg(gc + tid + q * MS_ST);
+#pragma unroll
+    for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) { sh.n4[tid + q * MS_ST] = v[q]; gc[tid + q * MS_ST] = 0u; }
+    __syncthreads();
+    i32 b_lo, b_hi;
+    const u32 n = pb_window(sh.n4, R.top_p, &b_lo, &b_hi);
+    if (tid == 0) {
+      const u32 kmax = fkey(M);
+      Q->pk_lo = topp_key(lower, kmax, b_lo, M, S);
+      Q->pk_hi = b_hi == MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
+      Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; Q->arrived = 0;
+    }
+    return;
+  }
+#endif
 
   /* the last block: the row's histogram is complete (the last pass of
      an F_JOINT top_p row keeps it until the bin's integer mass is read) */
@@ -1665,17 +1765,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   }
   double above;
   const i32 b = find_bin<double>(sh.d, nb, target, &above);
-#if MS_BINS_ON
-  if (pbin) {   /* the bin's key range, for P_PGATHER */
-    if (tid == 0) {
-      const u32 kmax = fkey(M);
-      Q->pk_lo = topp_key(lower, kmax, b, M, S);
-      Q->pk_hi = b == nb - 1 ? kmax + 1u : topp_key(lower, kmax, b + 1, M, S);
-      Q->pabove = above; Q->target = target; Q->ncand = 0u; Q->pbins = 1; Q->arrived = 0;
-    }
-    return;
-  }
-#endif
   u64 raw_b = 0ull;
   if (keep_raw) {
     raw_b = __ldcg(gh + b);
