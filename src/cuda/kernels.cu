@@ -1676,11 +1676,13 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   u32 *const hc = pbin ? sh.n4 : sh.u;
   for (i32 b = tid; b < nh; b += blockDim.x) { if (count || pbin) hc[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
   __syncthreads();
+  u32 far = 0u;   /* P_PBIN: the last bin's count (16 or more below the max: most of a peaked row), in registers */
   row_for<4>(src, beg, end, [&](i32, float l) {
     const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
 #if MS_BINS_ON
       const i32 b = pbin ? topp_bin(l, M, S) : (i32)((key >> shift) & (u32)(nb - 1));
+      if (pbin && b == 0) { far++; return; }
 #else
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
 #endif
@@ -1688,6 +1690,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
       else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
     }
   });
+  if (pbin) {
+    far = bsum_u(far);   /* (syncs) */
+    if (tid == 0) hc[0] += far;
+  }
   __syncthreads();
   if (pbin) {
     for (i32 b = tid; b < nh; b += blockDim.x) if (hc[b]) atomicAdd((u32 *)Q->hist + b, hc[b]);
