@@ -1030,12 +1030,19 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
    F_END row. (256, 6): at most 40
    registers, so 6 blocks share an SM; at 64 only 4 did, and this
    memory-bound pass wants every warp it can get. */
-extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A) {
+extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   __shared__ i32 s_last;
   __shared__ Row sR;
+  /* row_stats and pointwise (calls) take the arguments by reference: a
+     reference to the parameter made every thread copy all 192 bytes of
+     it to local memory first (24 stores a thread, 37 MB a batch of 256
+     x 3 blocks); one copy in shared memory serves the block */
+  __shared__ Args sA;
   const i32 r = blockIdx.x, c = blockIdx.y;
-  row_to_shared(&sR, A, r);
+  if (threadIdx.x == 0) sA = A_;
+  row_to_shared(&sR, A_, r);
   __syncthreads();
+  const Args &A = sA;
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
   if (R.status != 0) return;
