@@ -1490,6 +1490,76 @@ static void test_gpu_topp_bins_large(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* ---- top_k's candidates from the statistics (F_KFAST) ---------------------------
+   top_k <= 256 takes its candidates from a bound the statistics find (the
+   k-th largest of the threads' maxima) instead of a counting pass. The
+   route is read from the row's selection state (Sel.cand at byte 76: 2 for
+   this route, 1 for the counting pass's candidates, 0 for the full radix
+   selection): small and large k, min_p below it (vLLM), HF, logprobs, and
+   a few allowed ids take it; k = 257 does not, nor k = 256 on one block
+   per row (256 maxima); 3000 ties at the top overflow its list (the
+   counting passes take the row, all the way); fewer allowed ids than k
+   leave no bound (the counting pass keeps them all, as candidates). Every
+   row equals the CPU, split over 1 to 32 blocks. */
+#define T_SEL_CAND 76   /* offsetof(Sel, cand) in src/cuda/kernels.cu (tests/cuda_emu/kernels.cpp checks it) */
+static void test_gpu_topk_fast_route(void) {
+  enum { R = 10, V = 12000 };
+  static float logits[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 5], ctop[5];
+  static int32_t allowed[2][40];
+  static const int32_t splits[] = { 1, 2, 0, 32 };
+  const int32_t want[R] = { 2, 2, 2, 1, 0, 2, 2, 2, 2, 1 };
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R], cand;
+  ms_cuda_out out[R];
+  int r, j, si, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  for (r = 0; r < R; r++) {
+    float *x = logits + (size_t)r * V;
+    ps[r] = ms_params_default();
+    ps[r].top_k = 50;
+    ps[r].seed = 700u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(x, V, 1.0f + 0.5f * (float)(r % 3));
+    if (r == 1) ps[r].top_k = 1;
+    if (r == 2) { ps[r].top_k = 256; ps[r].top_p = 0.9f; }
+    if (r == 3) ps[r].top_k = 257;
+    if (r == 4) for (j = 0; j < 3000; j++) x[(j * 7919) % V] = 9.0f;   /* ties at the top */
+    if (r == 5) ps[r].min_p = 0.1f;
+    if (r == 6) { ps[r].profile = MS_PROFILE_HF; ps[r].top_k = 40; ps[r].top_p = 0.9f; ps[r].min_p = 0.05f; }
+    if (r == 7) { ps[r].logprobs = 5; ps[r].logprobs_mode = MS_LOGPROBS_PROCESSED; ps[r].temperature = 0.7f; }
+    if (r == 8 || r == 9) {
+      for (j = 0; j < 40; j++) allowed[r - 8][j] = (j * 293 + 11) % V;
+      ps[r].allowed_ids = allowed[r - 8];
+      ps[r].n_allowed_ids = r == 8 ? 40 : 10;
+      ps[r].top_k = 20;
+    }
+    pp[r] = &ps[r];
+  }
+  for (si = 0; si < 4; si++) {
+    ms_cuda *cu;
+    t_dev g;
+    if (!t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5)) return;
+    t_batch_run(cu, &g, logits, R, V, pp, 5, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      const void *at = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)r * MS__CUDA_SEL_BYTES + T_SEL_CAND));
+      CHECK(ms_cuda_download(cu, &cand, at, 4) == MS_OK);
+      /* (one block per row: 256 maxima, so k = 256 is more than half) */
+      CHECK_MSG(cand == (r == 2 && splits[si] == 1 ? 1 : want[r]), "split %d row %d: cand %d, want %d", splits[si], r, cand, want[r]);
+      if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5, cprobs,
+                        ctop, &o, &crc, &e) && bad++ < 6)
+        printf("  split %d row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", splits[si], r, tok[r], o.token, e,
+               out[r].rank, o.rank);
+    }
+    t_dev_free(cu, &g);
+    ms_cuda_destroy(cu);
+  }
+  CHECK_EQ_INT(bad, 0);
+}
+
 /* ---- a grammar bitmask on a row smaller than max_vocab ----------------------
    The bitmask holds (vocab + 31) / 32 words; ms_k_mask read max_vocab's
    count of words from it, past the parameter blob when the bitmask was the
@@ -2608,6 +2678,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_tie_cuts_match_cpu);
   RUN_GPU(test_gpu_topp_bins_route);
   RUN_GPU(test_gpu_topp_bins_large);
+  RUN_GPU(test_gpu_topk_fast_route);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);

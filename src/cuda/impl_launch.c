@@ -24,6 +24,8 @@
 #define MS__CUDA_F_LLAMA    262144 /* llama.cpp: exactly top_k, then its list stages in ms_k_row */
 #define MS__CUDA_F_SIGMA    2097152 /* llama.cpp: top-n-sigma on the whole row before top_k (ms_k_list) */
 #define MS__CUDA_F_BUDGET   4194304 /* the slot has a reasoning budget (ms_k_mask may force a token) */
+#define MS__CUDA_F_KFAST    8388608 /* top_k <= MS__CUDA_KFAST_MAX: candidates from the statistics (P_KCAND) */
+#define MS__CUDA_KFAST_MAX  256     /* MS_KFAST_MAX in kernels.cu */
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
 #define MS__CUDA_MAX_PARTS 32
@@ -40,6 +42,7 @@
 #define MS__CUDA_P_PGATHER 9
 #define MS__CUDA_P_EPS 10      /* HF epsilon, then eta (ms_k_eps): before P_SUMS */
 #define MS__CUDA_P_ETA 11
+#define MS__CUDA_P_KCAND 12    /* F_KFAST rows' candidates, right after the statistics */
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
@@ -51,6 +54,7 @@
 #define MS__CUDA_N_TIES 32   /* an SGLang row with top_k or top_p: its cut may fall inside a tie */
 #define MS__CUDA_N_LIST 64   /* a llama.cpp row: ms_k_list runs its chain */
 #define MS__CUDA_N_EPS 128   /* an HF row with epsilon or eta: P_EPS, P_ETA */
+#define MS__CUDA_N_KFAST 256 /* a row with F_KFAST: P_KCAND */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -665,6 +669,13 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       R->eta_cut = p->eta_cutoff > 0.0f ? p->eta_cutoff : 0.0f;
       if (R->eps_cut > 0.0f || R->eta_cut > 0.0f) *needs |= MS__CUDA_N_EPS;
       else if (R->top_p < 1.0f && cu->topp_bins && !(flags & MS__CUDA_F_JOINT)) flags |= MS__CUDA_F_TOPP_BINS;
+      /* a small top_k: its candidates straight from the statistics (the
+         rows that may resolve on candidates: not SGLang's, nor epsilon's
+         or eta's) */
+      if (R->top_k > 0 && R->top_k <= MS__CUDA_KFAST_MAX && !(flags & MS__CUDA_F_JOINT) && !(R->eps_cut > 0.0f || R->eta_cut > 0.0f)) {
+        flags |= MS__CUDA_F_KFAST;
+        *needs |= MS__CUDA_N_KFAST;
+      }
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
     /* rows without logprobs end in a pass: greedy ones in
@@ -767,6 +778,9 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   /* the statistics, then each full-row pass some row needs, in the
      pipeline's order (A is copied at every launch) */
   if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  A.pass = MS__CUDA_P_KCAND;
+  if ((needs & MS__CUDA_N_KFAST) &&
+      (rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
     int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
              : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;

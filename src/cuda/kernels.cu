@@ -13,8 +13,10 @@
                                finish combines the partials into the row's
                                Sel state
      ms_k_pass   grid B x G    one launch per full-row pass of the
-     ms_k_sums                 selection (ms_k_pass: 3 radix passes of
-                               top_k or its candidates, 3 of top_p;
+     ms_k_sums                 selection (ms_k_pass: a small top_k's
+                               candidates above the statistics' bound
+                               (P_KCAND), else 3 radix passes of top_k
+                               or its candidates; 3 of top_p;
                                ms_k_sums: the draw's tile sums; min_p
                                needs no pass);
                                blocks add their chunk's histogram into the
@@ -84,6 +86,7 @@ typedef unsigned long long u64;
                              stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
 #define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
 #define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
+#define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates straight from the statistics (P_KCAND) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -142,6 +145,7 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_PGATHER 9 /* ... and the tile sums with the threshold's bin listed */
 #define P_EPS   10  /* HF epsilon: the kept mass, then the cut (before P_SUMS) ... */
 #define P_ETA   11  /* ... and eta: the kept mass and entropy, then the cut */
+#define P_KCAND 12  /* F_KFAST: top_k's candidates above the statistics' bound (before P_COUNT) */
 
 /* The selection state of a row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -158,7 +162,7 @@ struct Sel {
   i32 cdone, pdone;       /* top_k / top_p decided (early when few keys qualify) */
   u32 cnt;                /* kept elements (P_SUMS) */
   i32 last;               /* the last kept id of positive weight (P_SUMS) */
-  i32 cand;               /* top_k resolves on candidates: keys >= cedge ... */
+  i32 cand;               /* top_k resolves on candidates: keys >= cedge (1; 2: P_KCAND gathers them) ... */
   u32 cedge;
   u32 ncand;              /* ... gathered by P_CAND into ck / cid */
   u32 kkeep;              /* F_JOINT: how many ties at tk top_k keeps (0xffffffff: all) */
@@ -167,7 +171,7 @@ struct Sel {
   u64 praw;               /* ... and the integer mass (2^-44) of the keys equal to tp; 0: not recorded */
   double target;          /* what is left to select below prefix */
   u64 hist[MS_BINS];      /* the current pass's histogram (counts, or masses in 2^-44: fx_add), zero between passes */
-  double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS) */
+  double tsum[MS_MAXT];   /* the draw's tile sums (P_SUMS); with hist, ms_k_stats's scratch (F_KFAST: keep them adjacent) */
   u32 ck[MS_CAND];        /* candidates' keys and ids, in no order */
   i32 cid[MS_CAND];
   i32 ll_token;           /* F_LLAMA: ms_k_list's token (-1: nothing kept), ... */
@@ -510,9 +514,10 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
 /* Statistics of elements [beg, end) of row r by the whole block: the max of
    the processed logits and its lowest index, NaN/+Inf flags, and the raw
    log-sum-exp (online) when raw logprobs are asked for. Writes the
-   processed logits to the work row for rows that need it. The result is
-   valid in thread 0. */
-__device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end) {
+   processed logits to the work row for rows that need it, and each
+   thread's max (its key) to tmax[thread] unless tmax is null. The result
+   is valid in thread 0. */
+__device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end, u32 *tmax) {
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
   const i32 flags = R.flags;   /* a register: the work-row stores could alias R */
@@ -546,6 +551,7 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
       if (l > m || (l == m && i < am)) { m = l; am = i; }
     });
   }
+  if (tmax) { tmax[threadIdx.x] = fkey(m); __threadfence(); }   /* (before the arrival that announces it) */
   Part p;
   p.m = bmax_f(m);
   p.am = bmin_i(m == p.m ? am : 0x7fffffff);
@@ -1023,6 +1029,15 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 }
 #endif
 
+/* F_KFAST (top_k by candidates from the statistics) is compiled in unless
+   -DMS_KFAST=0 (to compare: tools/gpu_ab.sh). Its k is at most
+   MS_KFAST_MAX (ms__cuda_pack) and half the threads' maxima. */
+#ifndef MS_KFAST
+#define MS_KFAST 1
+#endif
+#define MS_KFAST_MAX 256
+__device__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist);
+
 #if MS_IN_UNIT(2)
 /* Block (r, c) computes the statistics of chunk c of row r; the last
    block of the row to finish combines the n_parts partials into the
@@ -1038,6 +1053,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
      it to local memory first (24 stores a thread, 37 MB a batch of 256
      x 3 blocks); one copy in shared memory serves the block */
   __shared__ Args sA;
+  __shared__ u32 s_kth[MS_BINS];   /* (F_KFAST: kth_key's histogram) */
   const i32 r = blockIdx.x, c = blockIdx.y;
   if (threadIdx.x == 0) sA = A_;
   row_to_shared(&sR, A_, r);
@@ -1048,7 +1064,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   if (R.status != 0) return;
   i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
   if (beg > end) beg = end;
-  Part p = row_stats(A, R, r, beg, end);
+  /* F_KFAST: the threads' maxima, G x 256 keys in Sel.hist and Sel.tsum
+     (scratch until the last block clears hist) */
+  const int kfast = MS_KFAST && (R.flags & F_KFAST) && R.top_k <= A.n_parts * (i32)blockDim.x / 2;
+  Part p = row_stats(A, R, r, beg, end, kfast ? (u32 *)Q->hist + c * (i32)blockDim.x : (u32 *)0);
   Part *pp = (Part *)A.parts + (u64)r * (u64)A.n_parts;
   if (threadIdx.x == 0) {
     pp[c] = p;
@@ -1074,6 +1093,18 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     const i32 st = part_status(t);
     const int greedy = (R.flags & F_GREEDY) != 0;
     if ((R.flags & F_END) && (greedy || st)) put_result(A, R, r, greedy ? t.am : -1, st, 0.0f, 0, 0, greedy && !st, row_pos(A, R), 1);
+  }
+  if (kfast && !part_status(t)) {
+    /* top_k's candidates without its counting pass: at least k elements
+       are >= the k-th largest of the threads' maxima (each is an element,
+       and k of them are >= it), so the keys >= that bound (and >= lower)
+       hold the k largest, about k of them for a smooth row. P_KCAND
+       gathers them; more than MS_CAND (a crowd of ties) and the counting
+       passes take the row. */
+    __syncthreads();   /* (thread 0's t_minp) */
+    const u32 kth = kth_key((const u32 *)Q->hist, A.n_parts * (i32)blockDim.x, (u32)R.top_k, s_kth);
+    if (threadIdx.x == 0 && kth > MS_KEY_NEG_INF) { Q->cand = 2; Q->cedge = max(kth, sel_lower(R, Q)); Q->cdone = 1; }
+    __syncthreads();   /* every thread is done with the maxima */
   }
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
@@ -1133,6 +1164,35 @@ template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *a
   __syncthreads();
   return win;
 }
+
+/* The k-th largest of n keys in global memory (written by other blocks:
+   read from L2), by radix selection in the block (11 + 11 + 10 bits; hist:
+   MS_BINS words of shared memory). n >= k >= 1. Every thread calls. */
+__device__ __noinline__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist) {
+  const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
+  u32 prefix = 0u, pm = 0u, target = k;
+#pragma unroll 1
+  for (int pass = 0; pass < 3; pass++) {
+    const int sh = pass == 0 ? 21 : pass == 1 ? 10 : 0;
+    const i32 nb = pass == 2 ? 1024 : 2048;
+    for (i32 b = tid; b < nb; b += nt) hist[b] = 0u;
+    __syncthreads();
+    for (i32 i = tid; i < n; i += nt) {
+      const u32 key = __ldcg(keys + i);
+      if ((key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
+    }
+    __syncthreads();
+    u32 above;
+    const i32 b = find_bin<u32>(hist, nb, target, &above);
+    target -= above;
+    prefix |= (u32)b << sh;
+    pm |= (u32)(nb - 1) << sh;
+  }
+  return prefix;
+}
+/* F_KFAST keeps G x 256 threads' maxima in Sel.hist and Sel.tsum (next
+   to each other), G <= 32. */
+static_assert(4 * 32 * MS_ST <= 8 * (MS_BINS + MS_MAXT), "F_KFAST's scratch: Sel.hist and Sel.tsum");
 
 /* The value of element i as a selection sees it: the row's finite logits
    (raw: NaN and +Inf, which a row can hold only where it masks them, count
@@ -1659,9 +1719,20 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   const float *src = pb.src;
   const float M = pb.M, S = pb.S;
 
-  if (pass == P_CAND) {
-    if (greedy || !Q->cand || (R.flags & F_LLAMA)) return;   /* llama.cpp rows gather in ms_k_row */
+  if (pass == P_CAND || pass == P_KCAND) {
+    /* (llama.cpp rows gather in ms_k_row) */
+    if (greedy || Q->cand != (pass == P_CAND ? 1 : 2) || (R.flags & F_LLAMA)) return;
     gather_cands(src, beg, end, Q->cedge, &Q->ncand, Q->ck, Q->cid);
+    if (pass == P_CAND) return;
+    /* P_KCAND: the last block checks that the list held them all */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+    __syncthreads();
+    if (s_last && tid == 0) {
+      Q->arrived = 0;
+      if (*(volatile u32 *)&Q->ncand > (u32)MS_CAND) { Q->cand = 0; Q->cdone = 0; Q->ncand = 0u; }   /* the counting passes */
+    }
     return;
   }
 

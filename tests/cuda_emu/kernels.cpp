@@ -4,6 +4,11 @@
    generated from kernels.cu by mk/cuda_emu.mk, so no name is listed by hand. */
 #include "shim.h"
 #include "kernels.cu"
+#include <cstddef>
+
+/* tests/test_cuda.c reads a row's route from its selection state */
+static_assert(offsetof(Sel, cand) == 76, "T_SEL_CAND in tests/test_cuda.c");
+static_assert(offsetof(Sel, tsum) == offsetof(Sel, hist) + sizeof(((Sel *)0)->hist), "F_KFAST's scratch: Sel.hist and Sel.tsum adjacent");
 
 static const ms_emu_kernel ms_emu_kernels_cu[] = {
 #define MS_EMU_KERNEL(name, bound) MS_EMU_KERNEL_ENTRY(name, bound),
