@@ -1563,12 +1563,16 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
 /* ---- the passes ------------------------------------------------------------ */
 
 /* Whether row r has nothing left to do in pass ps (every block of the
-   row alike), read before its parameters are copied: most of a top_k
-   row's later launches find it decided. ms_k_pass and ms_k_sums. */
+   row alike), read before its parameters are copied: most of a row's
+   later launches find it decided (a small top_k's count and top_p passes,
+   a decided top_p's sums). ms_k_pass and ms_k_sums. */
 __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
   if (Q->status != 0) return true;
-  if ((ps == P_COUNT + 1 || ps == P_COUNT + 2) && Q->cdone) return true;
-  if ((ps == P_MASS + 1 || ps == P_MASS + 2) && (Q->pdone || Q->cand)) return true;
+  if (ps >= P_COUNT && ps <= P_COUNT + 2 && Q->cdone) return true;
+  if (((ps >= P_MASS && ps <= P_MASS + 2) || ps == P_PBIN) && (Q->pdone || Q->cand)) return true;
+  if (ps == P_CAND && Q->cand != 1) return true;
+  if (ps == P_KCAND && Q->cand != 2) return true;
+  if (ps == P_PGATHER && (!Q->pbins || Q->cand || Q->pdone)) return true;
   if (ps == P_SUMS && (Q->cand || Q->sums_done)) return true;
   return false;
 }
