@@ -2637,11 +2637,31 @@ static void test_gpu_disk_cache_hit(void) {
 /* An execution test under its name, "cuda-emu:" first when the device is
    the emulator (or --emu asked for it), with its wall time. */
 static int t_emu_flag;
-static const char *t_only;   /* test_cuda --emu NAME: only the tests whose name contains NAME */
+/* test_cuda --emu FILTER: only the tests whose name contains one of the
+   comma-separated words of FILTER, or with a leading '!' none of them */
+static const char *t_only;
+static int t_selected(const char *name) {
+  const char *f = t_only, *end;
+  int neg, hit = 0;
+  char word[64];
+  if (!f) return 1;
+  neg = *f == '!';
+  if (neg) f++;
+  for (; *f; f = *end ? end + 1 : end) {
+    size_t n;
+    end = strchr(f, ',');
+    if (!end) end = f + strlen(f);
+    n = (size_t)(end - f) < sizeof word - 1 ? (size_t)(end - f) : sizeof word - 1;
+    memcpy(word, f, n);
+    word[n] = 0;
+    if (n && strstr(name, word)) hit = 1;
+  }
+  return neg ? !hit : hit;
+}
 static void t_run_gpu(const char *name, void (*fn)(void)) {
   char full[128];
   struct timeval a, z;
-  if (t_only && !strstr(name, t_only)) return;
+  if (!t_selected(name)) return;
   t_gpu();
   snprintf(full, sizeof full, "%s%s", (t_emu || t_emu_flag) ? "cuda-emu:" : "", name);
   gettimeofday(&a, NULL);

@@ -40,25 +40,36 @@ cat > "$tmp/static1.c" <<'C'
 int ms_tu2(void);
 int main(void) { char m[64]; return ((int)ms_cuda_load_nvrtc(0, m, sizeof m) + ms_tu2()) < 0; }
 C
+# the compiles two at a time (each in the background, its verdict in
+# $tmp/NAME.out), their lines printed in order
+n_job=0
+job() { # name, command...
+  local name=$1; shift
+  n_job=$((n_job + 1))
+  [ $((n_job % 2)) = 1 ] || wait
+  ( if "$@" > "$tmp/$n_job.err" 2>&1; then echo "PASS $name"; else cat "$tmp/$n_job.err"; echo "FAIL $name"; fi ) > "$tmp/$n_job.out" &
+}
 for cc in gcc clang; do
   command -v $cc >/dev/null || { echo "SKIP cuda header $cc: not installed"; continue; }
   for std in c99 c11; do
-    if $cc -std=$std $W -I. -o "$tmp/a" "$tmp/impl.c" "$tmp/decl.c" -lm -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cc -std=$std"; else cat "$tmp/err"; bad "cuda header $cc -std=$std"; fi
+    job "cuda header $cc -std=$std" $cc -std=$std $W -I. -o "$tmp/a-$cc-$std" "$tmp/impl.c" "$tmp/decl.c" -lm -lpthread -ldl
   done
   # -Wno-unused-function: MSDEF is plain `static` under MYSAMPLE_STATIC (api_core.h)
-  if $cc -std=c99 $W -Wno-unused-function -I. -o "$tmp/s" "$tmp/static1.c" "$tmp/static2.c" -lm -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cc MYSAMPLE_STATIC in two units"; else cat "$tmp/err"; bad "cuda header $cc MYSAMPLE_STATIC in two units"; fi
+  job "cuda header $cc MYSAMPLE_STATIC in two units" $cc -std=c99 $W -Wno-unused-function -I. -o "$tmp/s-$cc" "$tmp/static1.c" "$tmp/static2.c" -lm -lpthread -ldl
 done
 for cxx in g++ clang++; do
   command -v $cxx >/dev/null || { echo "SKIP cuda header $cxx: not installed"; continue; }
   for std in c++11 c++17; do
-    if $cxx -x c++ -std=$std $W -I. -o "$tmp/a" "$tmp/impl.c" -x c++ "$tmp/decl.c" -lpthread -ldl 2> "$tmp/err"; then pass "cuda header $cxx -std=$std"; else cat "$tmp/err"; bad "cuda header $cxx -std=$std"; fi
+    job "cuda header $cxx -std=$std" $cxx -x c++ -std=$std $W -I. -o "$tmp/a-$cxx-$std" "$tmp/impl.c" -x c++ "$tmp/decl.c" -lpthread -ldl
   done
 done
 # the Windows branches (LoadLibrary, SRW locks, _beginthreadex) where a
 # MinGW cross compiler is installed
 if command -v x86_64-w64-mingw32-gcc >/dev/null; then
-  if x86_64-w64-mingw32-gcc -std=c99 $W -I. -o "$tmp/w.exe" "$tmp/impl.c" "$tmp/decl.c" 2> "$tmp/err"; then pass "cuda header MinGW (Windows) -std=c99"; else cat "$tmp/err"; bad "cuda header MinGW (Windows)"; fi
+  job "cuda header MinGW (Windows) -std=c99" x86_64-w64-mingw32-gcc -std=c99 $W -I. -o "$tmp/w.exe" "$tmp/impl.c" "$tmp/decl.c"
 else echo "SKIP cuda header MinGW (Windows): x86_64-w64-mingw32-gcc not installed"; fi
+wait
+for ((i = 1; i <= n_job; i++)); do cat "$tmp/$i.out"; grep -q '^FAIL ' "$tmp/$i.out" && fail=1; done
 # every embedded literal run stays below MSVC's 2048-byte limit
 long=$(tools/embed.sh X src/cuda/kernels.cu | awk 'BEGIN{RS=",\n"} { if (length($0) > m) m = length($0) } END { print m + 0 }')
 if [ "$long" -lt 2000 ]; then pass "embed.sh chunks < 2000 bytes (longest $long)"; else bad "embed.sh chunk of $long bytes"; fi

@@ -3,10 +3,11 @@
 # variants that `make test` (tests/cuda_emu.test.sh) leaves out:
 #   asan          emulator and test_cuda built with ASan + UBSan (gcc):
 #                 out-of-bounds device accesses, UB in the kernels
-#   random-defer  a random fiber schedule (a missing __syncthreads shows)
-#                 and deferred asynchronous work (the host waits before it
-#                 reads or reuses memory), one seed (CI time)
-#   fma           the kernels contracted into FMAs as NVRTC does
+#   fma-random-defer  the kernels contracted into FMAs as NVRTC does, on a
+#                 random fiber schedule (a missing __syncthreads shows) with
+#                 deferred asynchronous work (the host waits before it reads
+#                 or reuses memory): one run for the three (CI time), one
+#                 seed; without FMA instructions, the plain build
 #   ucontext      the emulator's own tests on ucontext fibers (and the
 #                 cost of a switch, next to the assembly switch's)
 #   arm64         the emulator's own tests built for AArch64, under qemu
@@ -46,32 +47,43 @@ finish_bg() {
   bg_pids=(); bg_outs=()
 }
 
-# ASan + UBSan: the test program and the emulator from the same compiler
+# ASan + UBSan: the test program and the emulator from the same compiler.
+# test_cuda's build and run, the longest, go beside the next ones.
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
-if gcc $san -std=c99 -Wall -Wextra -Wpedantic -Werror -DMYSAMPLE_THREADS -I. -Itests -o $dir/test_cuda_asan tests/test_cuda.c -lm -lpthread -ldl 2> $dir/ci-asan-build.log &&
-   gcc $san -std=c99 -Wall -Wextra -Wpedantic -Werror -Itests -o $dir/test_emu_asan tests/cuda_emu/test_emu.c -ldl -lm -lpthread 2>> $dir/ci-asan-build.log; then
-  asan_env="ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1"
+asan_env="ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1"
+asan_cuda() {
+  if ! gcc $san -std=c99 -Wall -Wextra -Wpedantic -Werror -DMYSAMPLE_THREADS -I. -Itests -o $dir/test_cuda_asan tests/test_cuda.c          -lm -lpthread -ldl 2> $dir/ci-asan-build.log; then
+    head -20 $dir/ci-asan-build.log; echo "FAIL asan cuda-emu: build of test_cuda"; return 1
+  fi
+  # two processes, each about half of the run (the four longest tests, the rest)
+  local heavy="splits_and_vocab,chi_square,llamacpp_matches,history" rc=0
+  env $asan_env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_asan.so $dir/test_cuda_asan --emu "$heavy" > $dir/ci-asan-a.log 2>&1 &
+  local pid=$!
+  env $asan_env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_asan.so $dir/test_cuda_asan --emu "!$heavy" > $dir/ci-asan-b.log 2>&1 || rc=1
+  wait $pid || rc=1
+  cat $dir/ci-asan-a.log $dir/ci-asan-b.log
+  return $rc
+}
+start_bg asan asan_cuda
+if gcc $san -std=c99 -Wall -Wextra -Wpedantic -Werror -Itests -o $dir/test_emu_asan tests/cuda_emu/test_emu.c -ldl -lm -lpthread      2> $dir/ci-asan-emu-build.log; then
   run asan env $asan_env $dir/test_emu_asan $dir/libcuda_emu_asan.so
-  # the longest run: beside the next ones
-  start_bg asan env $asan_env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_asan.so $dir/test_cuda_asan --emu
 else
-  head -20 $dir/ci-asan-build.log; echo "FAIL asan cuda-emu: build"; fail=1
+  head -20 $dir/ci-asan-emu-build.log; echo "FAIL asan cuda-emu: build of test_emu"; fail=1
 fi
 
-# random schedules and deferred asynchronous work
-for seed in 11; do
-  run random-defer-$seed env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu.so MYSAMPLE_CUDA_EMU_SCHEDULE=random:$seed \
-      MYSAMPLE_CUDA_EMU_ASYNC=defer build/tests/test_cuda --emu
-done
-
-# FMA contraction as on a GPU
+# FMA contraction as on a GPU, random schedules, deferred asynchronous work
+lib=$dir/libcuda_emu_fma.so tag=fma-random-defer
 if [ "$(uname -m)" = x86_64 ] && ! grep -qw fma /proc/cpuinfo 2>/dev/null; then
-  echo "SKIP fma cuda-emu: this CPU has no FMA instructions"
-elif make -s $dir/libcuda_emu_fma.so >> $dir/ci-build.log 2>&1; then
-  run fma env MYSAMPLE_CUDA_DRIVER_PATH=$dir/libcuda_emu_fma.so build/tests/test_cuda --emu
-else
+  echo "SKIP fma cuda-emu: this CPU has no FMA instructions (the random schedule on the plain build)"
+  lib=$dir/libcuda_emu.so tag=random-defer
+elif ! make -s $dir/libcuda_emu_fma.so >> $dir/ci-build.log 2>&1; then
   echo "FAIL fma cuda-emu: build"; fail=1
+  lib=$dir/libcuda_emu.so tag=random-defer
 fi
+for seed in 11; do
+  run $tag-$seed env MYSAMPLE_CUDA_DRIVER_PATH=$lib MYSAMPLE_CUDA_EMU_SCHEDULE=random:$seed MYSAMPLE_CUDA_EMU_ASYNC=defer \
+      build/tests/test_cuda --emu
+done
 
 finish_bg
 
