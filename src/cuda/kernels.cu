@@ -1036,6 +1036,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 #define MS_KFAST 1
 #endif
 #define MS_KFAST_MAX 256
+#define MS_KTH_BINS 256   /* kth_key's digits: 8 bits */
 __device__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist);
 
 #if MS_IN_UNIT(2)
@@ -1053,7 +1054,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
      it to local memory first (24 stores a thread, 37 MB a batch of 256
      x 3 blocks); one copy in shared memory serves the block */
   __shared__ Args sA;
-  __shared__ u32 s_kth[MS_BINS];   /* (F_KFAST: kth_key's histogram) */
+  __shared__ u32 s_kth[MS_KTH_BINS];   /* (F_KFAST: kth_key's histogram) */
   const i32 r = blockIdx.x, c = blockIdx.y;
   if (threadIdx.x == 0) sA = A_;
   row_to_shared(&sR, A_, r);
@@ -1166,15 +1167,17 @@ template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *a
 }
 
 /* The k-th largest of n keys in global memory (written by other blocks:
-   read from L2), by radix selection in the block (11 + 11 + 10 bits; hist:
-   MS_BINS words of shared memory). n >= k >= 1. Every thread calls. */
+   read from L2), by radix selection in the block, 8 bits a pass (hist:
+   MS_KTH_BINS words of shared memory: 1 KB in ms_k_stats, where 8 KB for
+   11-bit digits would take shared memory from the L1 cache of every row's
+   statistics). n >= k >= 1. Every thread calls. */
 __device__ __noinline__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist) {
   const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
   u32 prefix = 0u, pm = 0u, target = k;
 #pragma unroll 1
-  for (int pass = 0; pass < 3; pass++) {
-    const int sh = pass == 0 ? 21 : pass == 1 ? 10 : 0;
-    const i32 nb = pass == 2 ? 1024 : 2048;
+  for (int pass = 0; pass < 4; pass++) {
+    const int sh = 24 - 8 * pass;
+    const i32 nb = MS_KTH_BINS;
     for (i32 b = tid; b < nb; b += nt) hist[b] = 0u;
     __syncthreads();
     for (i32 i = tid; i < n; i += nt) {
