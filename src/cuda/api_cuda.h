@@ -101,9 +101,10 @@ typedef struct ms_cuda_desc {
 
 /* Device bytes ms_cuda_create allocates for desc (0 for an invalid desc):
    logits work rows, mask bits, parameter blob, sequence counters, and a
-   41 KB selection state per row.
+   41 KB selection state per row (with top_p's bins, MS_CUDA_TOPP_BINS or
+   $MYSAMPLE_CUDA_TOPP = bins, 32 KB more per row for their list).
    Pinned host memory: 2 staging buffers of the blob's size on top.
-   Thread safety: pure. */
+   Thread safety: pure (reads the environment). */
 MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *desc);
 
 /* Loads the driver and NVRTC, picks the device's architecture, compiles
