@@ -1501,7 +1501,7 @@ static void test_gpu_topp_bins_large(void) {
    counting passes take the row, all the way); fewer allowed ids than k
    leave no bound (the counting pass keeps them all, as candidates). Every
    row equals the CPU, split over 1 to 32 blocks. */
-#define T_SEL_CAND 76   /* offsetof(Sel, cand) in src/cuda/kernels.cu (tests/cuda_emu/kernels.cpp checks it) */
+#define T_SEL_CAND 68   /* offsetof(Sel, cand) in src/cuda/kernels.cu (tests/cuda_emu/kernels.cpp checks it) */
 static void test_gpu_topk_fast_route(void) {
   enum { R = 10, V = 12000 };
   static float logits[R * V], probs[R * V], cprobs[V];

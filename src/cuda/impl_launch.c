@@ -29,7 +29,7 @@
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41136   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41128   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_PCAND 4096        /* MS_PCAND in kernels.cu: P_PGATHER's listed keys per row */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
@@ -742,7 +742,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
       d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
   cu->ev_used[s] = 1;
 
-  tile = 32 * ((b->vocab + 32 * MS__CUDA_MAX_TILES - 1) / (32 * MS__CUDA_MAX_TILES));
+  tile = 128 * ((b->vocab + 128 * MS__CUDA_MAX_TILES - 1) / (128 * MS__CUDA_MAX_TILES));   /* 32 * tile_e */
 
   memset(&A, 0, sizeof A);
   A.logits = (uint64_t)(uintptr_t)b->logits;

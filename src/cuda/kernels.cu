@@ -160,8 +160,6 @@ struct Sel {
   u32 prefix, pm;         /* ... whose bits under pm equal prefix */
   u32 tk, tp;             /* top_k's and top_p's threshold keys */
   i32 cdone, pdone;       /* top_k / top_p decided (early when few keys qualify) */
-  u32 cnt;                /* kept elements (P_SUMS) */
-  i32 last;               /* the last kept id of positive weight (P_SUMS) */
   i32 cand;               /* top_k resolves on candidates: keys >= cedge (1; 2: P_KCAND gathers them) ... */
   u32 cedge;
   u32 ncand;              /* ... gathered by P_CAND into ck / cid */
@@ -184,7 +182,7 @@ struct Sel {
   i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
   i32 sums_done;          /* P_PGATHER summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
-static_assert(sizeof(Sel) == 41136, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41128, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -249,16 +247,29 @@ __device__ __forceinline__ float wgt(float l, float M, float S) {
   return ms_expf_dev(__fmul_rn(__fsub_rn(l, M), S));
 }
 
-/* The weight the draw's running sums add: the same argument, through the
-   hardware's exp2 (__expf, within 2 ulp of ms_expf_dev plus the argument
-   times 2^-24). The tile sums are the one pass that weighs every kept
+/* The weight the draw's running sums add: 2^((l - M) * S2), S2 = S *
+   log2(e) (dscale), by the hardware's exp2 with subnormal results
+   flushed (one MUFU.EX2: __expf adds a range fix-up and a multiply).
+   Within a few ulp of ms_expf_dev's exact weight (2 ulp, plus the
+   argument's rounding, relative 2^-24 of it); weights under 2^-126 of the
+   max's count as 0. The tile sums are the one pass that weighs every kept
    element, and ms_expf_dev's exact, unfused polynomial made that pass
    compute-bound (about 100 us for 256 rows of 128256 on an H200); the
    sums decide only where u * Z falls, so a draw differs from the CPU's
-   only when u * Z lies within ~1e-7 of a boundary. Selection (top_p's
+   only when u * Z lies within ~1e-7 of a boundary. Every use of a draw's
+   weights (the tile sums, the walk in the drawn tile, the bins' finish)
+   goes through wdraw, so they agree bit for bit. Selection (top_p's
    masses, min_p) and the distributions keep the exact weights. */
-__device__ __forceinline__ float wdraw(float l, float M, float S) {
-  return __expf(__fmul_rn(__fsub_rn(l, M), S));
+#ifndef MS_EMU_SHIM_H
+__device__ __forceinline__ float ms_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
+__device__ __forceinline__ float dscale(float S) { return __fmul_rn(S, 1.44269504088896341f); }
+__device__ __forceinline__ float wdraw(float l, float M, float S2) {
+  return ms_ex2_ftz(__fmul_rn(__fsub_rn(l, M), S2));
 }
 
 template <class T> __device__ __forceinline__ T warp_sum(T v) {
@@ -600,10 +611,13 @@ __device__ __forceinline__ i32 part_status(const Part &p) {
   return 0;
 }
 
-/* The draw's tiles: 32 * E consecutive ids, E from the vocabulary alone,
-   so a row's tiles, and the double sums over them, are the same whether
-   the row is split over blocks or not (split chunks are whole tiles). */
-__device__ __forceinline__ i32 tile_e(i32 V) { return max(1, (V + 32 * MS_MAXT - 1) / (32 * MS_MAXT)); }
+/* The draw's tiles: 32 * E consecutive ids, E a multiple of 4 (whole
+   128-id groups: tile_sums reads a lane's four ids at once) from the
+   vocabulary alone, at most MS_MAXT tiles, so a row's tiles, and the
+   double sums over them, are the same whether the row is split over
+   blocks or not (split chunks are whole tiles). impl_launch.c sizes the
+   chunks by the same formula. */
+__device__ __forceinline__ i32 tile_e(i32 V) { return 4 * max(1, (V + 128 * MS_MAXT - 1) / (128 * MS_MAXT)); }
 
 /* The float of a key (fkey's inverse; the key of 0 gives +0). */
 __device__ __forceinline__ float unkey(u32 k) {
@@ -634,50 +648,102 @@ __device__ u32 minp_key(float M, float S, float min_p) {
   return lo;
 }
 
-/* The kept weight of each tile t in [t_beg, t_end), summed by one warp:
-   lane by lane over the tile's 32-id columns in order, then across the
-   warp, so a tile's sum does not depend on which kernel computes it.
-   put(t, sum) runs in lane 0; visit(i, l) sees every element. Each warp
-   takes four tiles at a time (four loads in flight per lane). Counts the
-   lane's kept elements and its last kept id of positive weight. */
+/* The sums over a warp of four values a lane, s[u] summed into lane 8u
+   (u = 0..3): two butterfly steps that halve the values a lane holds,
+   then three on one; 6 double shuffles where four warp_sum took 20. The
+   order is fixed (a + b and b + a are the same bits), so the sums do not
+   depend on which kernel or block computes them. */
+__device__ __forceinline__ double warp_sum4(const double s[4]) {
+  const i32 lane = (i32)threadIdx.x & 31;
+  const bool h16 = (lane & 16) != 0, h8 = (lane & 8) != 0;
+  double a0 = h16 ? s[2] : s[0], a1 = h16 ? s[3] : s[1];
+  const double b0 = h16 ? s[0] : s[2], b1 = h16 ? s[1] : s[3];
+  a0 += __shfl_xor_sync(0xffffffffu, b0, 16);
+  a1 += __shfl_xor_sync(0xffffffffu, b1, 16);
+  double c = h8 ? a1 : a0;
+  const double d = h8 ? a0 : a1;
+  c += __shfl_xor_sync(0xffffffffu, d, 8);
+  for (int o = 4; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+  return c;
+}
+
+/* Ids i .. i + 3 of the row (i a multiple of 4), -inf past V: one
+   16-byte load where the row is 16-byte aligned and the four are inside
+   it, else four loads. */
+__device__ __forceinline__ F4 ld4(const float *src, i32 i, i32 V, bool vec) {
+  if (vec && i + 4 <= V) return *(const F4 *)(src + i);
+  F4 v;
+  v.x = i < V ? src[i] : ms_neg_inf();
+  v.y = i + 1 < V ? src[i + 1] : ms_neg_inf();
+  v.z = i + 2 < V ? src[i + 2] : ms_neg_inf();
+  v.w = i + 3 < V ? src[i + 3] : ms_neg_inf();
+  return v;
+}
+
+/* The kept weight of each tile t in [t_beg, t_end) (wdraw), summed by one
+   warp: a tile is E / 4 groups of 128 ids, lane l adds ids 4l .. 4l + 3
+   of each group in float, in order, then the group's sum in double to its
+   total, and the warp adds the lanes' totals (warp_sum4): a tile's sum
+   does not depend on which kernel or block computes it. put(t, sum) runs
+   in one lane per tile; visit(i, l) sees every element (-inf past the
+   row's end). Each warp takes four tiles at a time (four 16-byte loads in
+   flight a lane). */
+/* The kept weight of ids i .. i + 3 (v), added in order in float; visit
+   sees each. Kept: l >= th (UNIFORM: one threshold for the four), else
+   thf for ids up to cut and thu past it (see tile_sums). */
+template <bool UNIFORM, class Vis>
+__device__ __forceinline__ float f4_weight(const F4 &v, i32 i, float th, float thf, float thu, i32 cut, float M,
+                                           float S2, Vis &visit) {
+  const float l4[4] = { v.x, v.y, v.z, v.w };
+  float a = 0.0f;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    visit(i + c, l4[c]);
+    const bool k = l4[c] >= (UNIFORM ? th : i + c <= cut ? thf : thu);
+    a = __fadd_rn(a, k ? wdraw(l4[c], M, S2) : 0.0f);
+  }
+  return a;
+}
+
 template <class P, class Vis>
 __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, i32 cut,
-                                          float M, float S, P &&put, Vis &&visit, u32 *cnt, i32 *last) {
-  const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5;
+                                          float M, float S, P &&put, Vis &&visit) {
+  const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5, TILE = 32 * E;
+  const float S2 = dscale(S);
+  /* kept: key > theta, or == theta with id <= cut; as floats (keys order
+     the non-NaN floats as < does, and a theta past +inf's key, a NaN
+     here, keeps nothing; -inf is never kept): l >= thf for ids up to
+     cut, l >= thu (the next float up: l > thf) past it */
+  const u32 th_key = max(theta, MS_KEY_NEG_INF + 1u);
+  const float thf = unkey(th_key), thu = unkey(th_key + 1u);   /* (past 0xffffffff: 0, a NaN) */
+  const bool vec = ((unsigned long long)src & 15u) == 0u;
   for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += 4 * nw) {
     double s[4] = { 0.0, 0.0, 0.0, 0.0 };
-    /* two columns of the four tiles per step: eight loads in flight
-       (each tile still adds its columns in order) */
-    for (i32 j0 = 0; j0 < E; j0 += 2) {
-      float l[2][4];
+    /* the four tiles whole, inside the row and on one side of cut (all
+       but a chunk's last few): 16-byte loads with no bounds and one
+       threshold (the same for the whole warp) */
+    const i32 t3 = t0 + 3 * nw;
+    const bool whole = vec && t3 < t_end && (t3 + 1) * TILE <= V && ((t3 + 1) * TILE - 1 <= cut || t0 * TILE > cut);
+    const float th = t0 * TILE > cut ? thu : thf;
+    for (i32 g = 0; g < TILE; g += 128) {
+      const i32 i0 = t0 * TILE + g + 4 * lane;
+      if (whole) {
+        F4 v[4];
 #pragma unroll
-      for (int h = 0; h < 2; h++)
+        for (int u = 0; u < 4; u++) v[u] = *(const F4 *)(src + i0 + u * nw * TILE);
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const i32 t = t0 + u * nw, j = j0 + h, i = t * 32 * E + j * 32 + lane;
-          l[h][u] = (j < E && t < t_end && i < V) ? src[i] : ms_neg_inf();
-        }
+        for (int u = 0; u < 4; u++) s[u] += (double)f4_weight<true>(v[u], i0 + u * nw * TILE, th, thf, thu, cut, M, S2, visit);
+      } else {
+        F4 v[4];
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        if (j0 + h >= E) break;
+        for (int u = 0; u < 4; u++) v[u] = ld4(src, t0 + u * nw < t_end ? i0 + u * nw * TILE : V, V, vec);
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-          const i32 i = (t0 + u * nw) * 32 * E + (j0 + h) * 32 + lane;
-          visit(i, l[h][u]);   /* every element once (-inf past the row's end) */
-          if (l[h][u] > ms_neg_inf() && kept_at(fkey(l[h][u]), i, theta, cut)) {
-            const float w = wdraw(l[h][u], M, S);
-            s[u] += (double)w;
-            (*cnt)++;
-            if (w > 0.0f) *last = max(*last, i);
-          }
-        }
+        for (int u = 0; u < 4; u++) s[u] += (double)f4_weight<false>(v[u], i0 + u * nw * TILE, th, thf, thu, cut, M, S2, visit);
       }
     }
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const double v = warp_sum(s[u]);
-      if (lane == 0 && t0 + u * nw < t_end) put(t0 + u * nw, v);
-    }
+    const double sum = warp_sum4(s);
+    const i32 t = t0 + (lane >> 3) * nw;
+    if ((lane & 7) == 0 && t < t_end) put(t, sum);
   }
 }
 
@@ -737,13 +803,15 @@ __device__ __forceinline__ u32 sel_theta(const Row &R, const Sel *Q) {
    Threads below MS_DRAW_T each add a fixed run of tiles, so Z and the
    running sums are the same bits in ms_k_row's 1024-thread blocks and
    ms_k_pass's 256 (the threads above add zeros). With want, *token gets
-   the first kept id whose running weight exceeds u * Z, -1 when rounding
-   leaves none; Z is returned in every thread. */
+   the first kept id whose running weight exceeds u * Z (where rounding
+   leaves none, the drawn tile's last of positive weight), -1 when no
+   kept id has weight; Z is returned in every thread. */
 #define MS_DRAW_T 256
 struct DrawSh { i32 tile, token; double start; };
 __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const float *src, i32 V, i32 E, u32 theta,
                              i32 cut, float M, float S, DrawSh *sh, i32 *token) {
   const i32 tid = (i32)threadIdx.x, lane = tid & 31, TILE = 32 * E;
+  const float S2 = dscale(S);
   const i32 per = (nt + MS_DRAW_T - 1) / MS_DRAW_T;
   const int mine = tid < MS_DRAW_T;
   double ts = 0.0;
@@ -769,10 +837,11 @@ __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const 
   __syncthreads();
   if (wt >= 0 && tid < 32) {   /* one warp walks the tile */
     double run = sh->start;
+    i32 pos_last = -1;   /* the tile's last id of positive weight */
     for (i32 j = 0; j < E; j++) {
       const i32 i = wt * TILE + j * 32 + lane;
       double v = 0.0;
-      if (i < V) { const float l = src[i]; if (kept_at(fkey(l), i, theta, cut)) v = (double)wdraw(l, M, S); }
+      if (i < V) { const float l = src[i]; if (kept_at(fkey(l), i, theta, cut)) v = (double)wdraw(l, M, S2); }
       double incl = v;
       for (int o = 1; o < 32; o <<= 1) {
         const double n = __shfl_up_sync(0xffffffffu, incl, o);
@@ -780,8 +849,13 @@ __device__ double tiles_draw(const double *t, i32 nt, int want, double u, const 
       }
       const unsigned hit = __ballot_sync(0xffffffffu, v > 0.0 && run + incl > target);
       if (hit) { if (lane == 0) sh->token = wt * TILE + j * 32 + (__ffs(hit) - 1); break; }
+      const unsigned pos = __ballot_sync(0xffffffffu, v > 0.0);
+      if (pos) pos_last = wt * TILE + j * 32 + (31 - __clz((int)pos));
       run += __shfl_sync(0xffffffffu, incl, 31);
     }
+    /* the walk's own sums (in id order) fell short of the tile's (in
+       tile_sums' order) by rounding: the target lies at the tile's end */
+    if (lane == 0 && sh->token < 0) sh->token = pos_last;
   }
   __syncthreads();
   *token = sh->token;
@@ -1085,7 +1159,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     Q->arrived = 0;
     Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? minp_key(t.m, R.inv_temp, R.min_p) : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
-    Q->cdone = 0; Q->pdone = 0; Q->cnt = 0u; Q->last = -1; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
+    Q->cdone = 0; Q->pdone = 0; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
     Q->kkeep = 0xffffffffu; Q->cut = 0x7fffffff; Q->prest = 0.0; Q->praw = 0ull; Q->pbins = 0; Q->sums_done = 0;
     Q->target = 0.0;
     Q->t_eps = 0u;
@@ -1355,10 +1429,7 @@ __device__ void end_draw(const Args &A, const Row &R, i32 r, const Sel *Q, const
   const u64 pos = row_pos(A, R);
   i32 token;
   tiles_draw(sh, nt, 1, ms_uniform_dev(R.seed, pos, 0u), src, V, E, theta, cut, M, S, s_draw, &token);
-  if (threadIdx.x == 0) {
-    if (token < 0) token = *(const volatile i32 *)&Q->last;   /* fallback: the last kept token */
-    put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
-  }
+  if (threadIdx.x == 0) put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
 }
 
 
@@ -1522,39 +1593,29 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
     sh = max(sh - 11, 0);
   }
   if (!ok) {
-    if (tid == 0) { Q->cnt = 0u; Q->last = -1; Q->ncand = 0u; Q->pbins = 0; }
+    if (tid == 0) { Q->ncand = 0u; Q->pbins = 0; }
     return 0u;
   }
   const u32 tp = k_lo + base;
   u32 theta = max(lower, tp);
   if (R.flags & F_HF) theta = max(theta, Q->t_minp);
   const i32 TILE = 32 * tile_e(V), n_tiles = (V + TILE - 1) / TILE;
+  const float S2 = dscale(S);
   u64 *tacc = Q->hist;   /* zero: P_PBIN's last block cleared it */
-  u32 kc = 0u;
-  i32 kl = -1;
   for (i32 k = tid; k < n; k += nt) {
     const u32 key = __ldcg(ck + k);
     if (key < theta) continue;
     const i32 id = __ldcg(cid + k);
-    const float w = wdraw(unkey(key), M, S);
-    kc++;
-    if (w > 0.0f) { kl = max(kl, id); atomicAdd((unsigned long long *)&tacc[id / TILE], (unsigned long long)fx_of(w)); }
+    const float w = wdraw(unkey(key), M, S2);
+    if (w > 0.0f) atomicAdd((unsigned long long *)&tacc[id / TILE], (unsigned long long)fx_of(w));
   }
-  kc = bsum_u(kc);
-  kl = bmax_i(kl);
   __threadfence();
   __syncthreads();
   for (i32 t = tid; t < n_tiles; t += nt) {
     const u64 add = __ldcg(tacc + t);
     if (add) { Q->tsum[t] = __ldcg(&Q->tsum[t]) + (double)add * (1.0 / MS_FX); tacc[t] = 0ull; }
   }
-  if (tid == 0) {
-    volatile u32 *vc = &Q->cnt;
-    volatile i32 *vl = &Q->last;
-    *vc = *vc + kc;
-    if (kl > *vl) *vl = kl;
-    Q->tp = tp; Q->pdone = 1; Q->sums_done = 1; Q->ncand = 0u;
-  }
+  if (tid == 0) { Q->tp = tp; Q->pdone = 1; Q->sums_done = 1; Q->ncand = 0u; }
   __threadfence();
   __syncthreads();
   return theta;
@@ -1648,8 +1709,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   const i32 E = tile_e(V), TILE = 32 * E;
   /* beg is a multiple of TILE unless the chunk lies past the row's end */
   const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
-  u32 cnt = 0u;
-  i32 last = -1;
   const i32 cut = Q->cut;
 #if MS_BINS_ON
   const u32 lower = pg ? sel_t1(R, Q) : 0u;
@@ -1672,9 +1731,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
 #else
               (void)i; (void)l; (void)span; (void)k_hi;
 #endif
-            }, &cnt, &last);
-  cnt = bsum_u(cnt);
-  last = bmax_i(last);
+            });
 #if MS_BINS_ON
   if (pg) {
     u64 zt, at;
@@ -1683,10 +1740,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
     if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
   }
 #endif
-  if (tid == 0) {
-    if (cnt) atomicAdd(&Q->cnt, cnt);
-    if (last >= 0) atomicMax(&Q->last, last);
-  }
   if (!pg && !(R.flags & F_END)) return;
   /* the last block to finish decides (P_PGATHER) and draws an F_END row
      (ms_k_row's draw, on the same tile sums) */
@@ -2432,14 +2485,12 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
       const i32 TILE = 32 * E;
       const i32 nt = (V + TILE - 1) / TILE;
       for (i32 t = tid; t < nt; t += blockDim.x) s_buf.t[t] = Q->tsum[t];
-      const i32 last = Q->last;
-      nkept = (i32)Q->cnt;
       __syncthreads();
       /* the draw: the first kept id whose running weight exceeds u * Z */
       const int draw = !greedy && !A.probs;
       i32 drawn;
       Z = tiles_draw(s_buf.t, nt, draw, ms_uniform_dev(R.seed, s_pos, 0u), src, V, E, theta, cut, M, S, &s_draw, &drawn);
-      if (draw) token = drawn >= 0 ? drawn : last;   /* fallback: the last kept token */
+      if (draw) token = drawn;
     }
 
     /* final distributions (tests): w / Z on the kept set, 1 at the argmax for greedy rows */
@@ -2468,10 +2519,17 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
     const double logZ = log(Z);
     const float vt = lv(token);
     const u32 kt = fkey(vt);
-    u32 cnt = 0u;
-    for (i32 i = tid; i < V; i += blockDim.x) cnt += fkey(lv(i)) > kt ? 1u : 0u;
+    /* the rank, and how many the kept set holds (processed: lv is -inf
+       outside it, and a kept logit is finite) */
+    u32 cnt = 0u, nk = 0u;
+    for (i32 i = tid; i < V; i += blockDim.x) {
+      const float v = lv(i);
+      cnt += fkey(v) > kt ? 1u : 0u;
+      nk += v > ms_neg_inf() ? 1u : 0u;
+    }
     cnt = bsum_u(cnt);
     rank = (i32)cnt + 1;
+    if (lp_proc && !cand) nkept = (i32)bsum_u(nk);
 #define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
                   : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
     lp_tok = MS_LP(vt);

@@ -7,7 +7,7 @@
 #include <cstddef>
 
 /* tests/test_cuda.c reads a row's route from its selection state */
-static_assert(offsetof(Sel, cand) == 76, "T_SEL_CAND in tests/test_cuda.c");
+static_assert(offsetof(Sel, cand) == 68, "T_SEL_CAND in tests/test_cuda.c");
 static_assert(offsetof(Sel, tsum) == offsetof(Sel, hist) + sizeof(((Sel *)0)->hist), "F_KFAST's scratch: Sel.hist and Sel.tsum adjacent");
 
 static const ms_emu_kernel ms_emu_kernels_cu[] = {

@@ -142,6 +142,9 @@ inline float __frcp_rn(float a) { return ms_emu_op(1.0f, a, '/'); }
 /* The fast exp: the GPU's is ex2.approx of x * log2(e), within a few ulp;
    the host's expf stands in (results differ in the last bits). */
 inline float __expf(float x) { return expf(x); }
+/* ex2.approx.ftz.f32 (kernels.cu's ms_ex2_ftz, inline PTX there): the
+   host's exp2f, subnormal results flushed to 0. */
+inline float ms_ex2_ftz(float x) { const float y = exp2f(x); return y < 1.17549435e-38f ? 0.0f : y; }
 inline float __fsqrt_rn(float a) { return sqrtf(a); }
 
 /* CUDA's min / max overloads (mixed signedness compares unsigned). */
