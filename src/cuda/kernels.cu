@@ -221,7 +221,10 @@ __device__ double ms_uniform_dev(u64 seed, u64 position, u32 purpose) {
    with round-to-nearest intrinsics so no FMA contraction changes a bit:
    the GPU's weights are then the CPU's scalar weights. */
 __device__ __forceinline__ float ms_expf_core_dev(float x) {
-  float n = __fsub_rn(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f), 12582912.0f);
+  /* n = round(x log2 e) through 1.5 * 2^23, whose bits also give n as an
+     integer (no float-to-int conversion, a slow-rate instruction) */
+  const float t = __fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f);
+  const float n = __fsub_rn(t, 12582912.0f);
   float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
   r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
   float p = 1.9875691500e-4f;
@@ -231,7 +234,7 @@ __device__ __forceinline__ float ms_expf_core_dev(float x) {
   p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
   p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
   p = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(p, r), r), r), 1.0f);
-  return __fmul_rn(p, __int_as_float(((int)n + 127) << 23));
+  return __fmul_rn(p, __int_as_float((__float_as_int(t) - 0x4B400000 + 127) << 23));
 }
 
 /* Subnormal results as the CPU keeps them: exp(x + 32 ln 2) * 2^-32 down
@@ -653,15 +656,15 @@ __device__ u32 minp_key(float M, float S, float min_p) {
    then three on one; 6 double shuffles where four warp_sum took 20. The
    order is fixed (a + b and b + a are the same bits), so the sums do not
    depend on which kernel or block computes them. */
-__device__ __forceinline__ double warp_sum4(const double s[4]) {
+template <class T> __device__ __forceinline__ T warp_sum4(const T s[4]) {
   const i32 lane = (i32)threadIdx.x & 31;
   const bool h16 = (lane & 16) != 0, h8 = (lane & 8) != 0;
-  double a0 = h16 ? s[2] : s[0], a1 = h16 ? s[3] : s[1];
-  const double b0 = h16 ? s[0] : s[2], b1 = h16 ? s[1] : s[3];
+  T a0 = h16 ? s[2] : s[0], a1 = h16 ? s[3] : s[1];
+  const T b0 = h16 ? s[0] : s[2], b1 = h16 ? s[1] : s[3];
   a0 += __shfl_xor_sync(0xffffffffu, b0, 16);
   a1 += __shfl_xor_sync(0xffffffffu, b1, 16);
-  double c = h8 ? a1 : a0;
-  const double d = h8 ? a0 : a1;
+  T c = h8 ? a1 : a0;
+  const T d = h8 ? a0 : a1;
   c += __shfl_xor_sync(0xffffffffu, d, 8);
   for (int o = 4; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
   return c;
@@ -680,71 +683,86 @@ __device__ __forceinline__ F4 ld4(const float *src, i32 i, i32 V, bool vec) {
   return v;
 }
 
-/* The kept weight of each tile t in [t_beg, t_end) (wdraw), summed by one
-   warp: a tile is E / 4 groups of 128 ids, lane l adds ids 4l .. 4l + 3
-   of each group in float, in order, then the group's sum in double to its
-   total, and the warp adds the lanes' totals (warp_sum4): a tile's sum
-   does not depend on which kernel or block computes it. put(t, sum) runs
-   in one lane per tile; visit(i, l) sees every element (-inf past the
-   row's end). Each warp takes four tiles at a time (four 16-byte loads in
-   flight a lane). */
-/* The kept weight of ids i .. i + 3 (v), added in order in float; visit
-   sees each. Kept: l >= th (UNIFORM: one threshold for the four), else
-   thf for ids up to cut and thu past it (see tile_sums). */
-template <bool UNIFORM, class Vis>
-__device__ __forceinline__ float f4_weight(const F4 &v, i32 i, float th, float thf, float thu, i32 cut, float M,
-                                           float S2, Vis &visit) {
-  const float l4[4] = { v.x, v.y, v.z, v.w };
-  float a = 0.0f;
-#pragma unroll
-  for (int c = 0; c < 4; c++) {
-    visit(i + c, l4[c]);
-    const bool k = l4[c] >= (UNIFORM ? th : i + c <= cut ? thf : thu);
-    a = __fadd_rn(a, k ? wdraw(l4[c], M, S2) : 0.0f);
-  }
-  return a;
-}
-
-template <class P, class Vis>
-__device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, i32 cut,
-                                          float M, float S, P &&put, Vis &&visit) {
+/* A pass over the draw's tiles t in [t_beg, t_end), a warp per tile, NT
+   (2 or 4) tiles at a time (NT 16-byte loads in flight a lane; 2 where
+   the weighing needs the registers): a tile is E / 4
+   groups of 128 ids, lane l takes ids 4l .. 4l + 3 of each group,
+   weigh(uniform, v, i, th) returns their part of the tile's sum (type T)
+   and the warp adds the lanes' (warp_sum4), so a tile's sum does not
+   depend on which kernel or block computes it; put(t, sum) runs in one
+   lane per tile. weigh sees every element (-inf past the row's end).
+   uniform (Flag<true>): the NT tiles are whole, inside the row and on
+   one side of cut (all but a chunk's last few), and th is the threshold
+   of every id there: thf up to cut, thu past it. Otherwise ids past V
+   read -inf and the threshold is per id. */
+template <bool B> struct Flag { static constexpr bool on = B; };
+template <class T, int NT, class W, class P>
+__device__ __forceinline__ void tile_pass(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, i32 cut, float thf,
+                                          float thu, W &&weigh, P &&put) {
+  static_assert(NT == 2 || NT == 4, "tile_pass: 2 or 4 tiles at a time");
   const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5, TILE = 32 * E;
-  const float S2 = dscale(S);
-  /* kept: key > theta, or == theta with id <= cut; as floats (keys order
-     the non-NaN floats as < does, and a theta past +inf's key, a NaN
-     here, keeps nothing; -inf is never kept): l >= thf for ids up to
-     cut, l >= thu (the next float up: l > thf) past it */
-  const u32 th_key = max(theta, MS_KEY_NEG_INF + 1u);
-  const float thf = unkey(th_key), thu = unkey(th_key + 1u);   /* (past 0xffffffff: 0, a NaN) */
   const bool vec = ((unsigned long long)src & 15u) == 0u;
-  for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += 4 * nw) {
-    double s[4] = { 0.0, 0.0, 0.0, 0.0 };
-    /* the four tiles whole, inside the row and on one side of cut (all
-       but a chunk's last few): 16-byte loads with no bounds and one
-       threshold (the same for the whole warp) */
-    const i32 t3 = t0 + 3 * nw;
+  for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += NT * nw) {
+    T s[4] = { 0, 0, 0, 0 };   /* (NT = 2: the last two stay 0) */
+    const i32 t3 = t0 + (NT - 1) * nw;
     const bool whole = vec && t3 < t_end && (t3 + 1) * TILE <= V && ((t3 + 1) * TILE - 1 <= cut || t0 * TILE > cut);
     const float th = t0 * TILE > cut ? thu : thf;
     for (i32 g = 0; g < TILE; g += 128) {
       const i32 i0 = t0 * TILE + g + 4 * lane;
+      F4 v[NT];
       if (whole) {
-        F4 v[4];
 #pragma unroll
-        for (int u = 0; u < 4; u++) v[u] = *(const F4 *)(src + i0 + u * nw * TILE);
+        for (int u = 0; u < NT; u++) v[u] = *(const F4 *)(src + i0 + u * nw * TILE);
 #pragma unroll
-        for (int u = 0; u < 4; u++) s[u] += (double)f4_weight<true>(v[u], i0 + u * nw * TILE, th, thf, thu, cut, M, S2, visit);
+        for (int u = 0; u < NT; u++) s[u] += weigh(Flag<true>(), v[u], i0 + u * nw * TILE, th);
       } else {
-        F4 v[4];
 #pragma unroll
-        for (int u = 0; u < 4; u++) v[u] = ld4(src, t0 + u * nw < t_end ? i0 + u * nw * TILE : V, V, vec);
+        for (int u = 0; u < NT; u++) v[u] = ld4(src, t0 + u * nw < t_end ? i0 + u * nw * TILE : V, V, vec);
 #pragma unroll
-        for (int u = 0; u < 4; u++) s[u] += (double)f4_weight<false>(v[u], i0 + u * nw * TILE, th, thf, thu, cut, M, S2, visit);
+        for (int u = 0; u < NT; u++) s[u] += weigh(Flag<false>(), v[u], i0 + u * nw * TILE, th);
       }
     }
-    const double sum = warp_sum4(s);
-    const i32 t = t0 + (lane >> 3) * nw;
-    if ((lane & 7) == 0 && t < t_end) put(t, sum);
+    const T sum = warp_sum4(s);
+    const i32 u = lane >> 3, t = t0 + u * nw;
+    if ((lane & 7) == 0 && u < NT && t < t_end) put(t, sum);
   }
+}
+
+/* The kept set of a threshold key theta and a cut (kept_at) as float
+   thresholds: l >= *thf for ids up to cut, l >= *thu (the next float up:
+   l > thf) past it. Keys order the non-NaN floats as < does, a theta
+   past +inf's key (a NaN here) keeps nothing, and -inf is never kept. */
+__device__ __forceinline__ void kept_floats(u32 theta, float *thf, float *thu) {
+  const u32 k = max(theta, MS_KEY_NEG_INF + 1u);
+  *thf = unkey(k);
+  *thu = unkey(k + 1u);   /* (past 0xffffffff: 0, a NaN) */
+}
+
+/* P_SUMS's weighing (tile_pass): the kept weight (wdraw) of the four ids,
+   added in float, in order. (Functors, not generic lambdas: NVRTC takes
+   those for host code.) */
+struct SumsWeigh {
+  float M, S2, thf, thu;
+  i32 cut;
+  template <bool U> __device__ __forceinline__ double operator()(Flag<U>, const F4 &v, i32 i, float th) const {
+    const float l4[4] = { v.x, v.y, v.z, v.w };
+    float a = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      const bool k = l4[c] >= (U ? th : i + c <= cut ? thf : thu);
+      a = __fadd_rn(a, k ? wdraw(l4[c], M, S2) : 0.0f);
+    }
+    return (double)a;
+  }
+};
+/* P_SUMS: the kept weight of each tile. */
+template <class P>
+__device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i32 t_end, i32 E, u32 theta, i32 cut,
+                                          float M, float S, P &&put) {
+  SumsWeigh w;
+  w.M = M; w.S2 = dscale(S); w.cut = cut;
+  kept_floats(theta, &w.thf, &w.thu);
+  tile_pass<double, 4>(src, V, t_beg, t_end, E, cut, w.thf, w.thu, w, put);
 }
 
 /* Mass histograms: a weight in [0, 1] as an integer count of 2^-44, held
@@ -756,21 +774,18 @@ __device__ __forceinline__ void tile_sums(const float *src, i32 V, i32 t_beg, i3
    Warp-aggregating the adds (__match_any_sync, __reduce_add_sync) was
    slower on an H200: see BENCHMARKS.md. */
 #define MS_FX 17592186044416.0   /* 2^44 */
-/* round(min(w, 1) * 2^44), half up, for a weight w >= 0: the value of
-   (u64)((double)fminf(w, 1) * 2^44 + 0.5) from the float's bits, with no
-   double arithmetic or 64-bit conversion (slow-rate instructions, in the
-   pass that weighs every element); `cuda-emu:fx_of` in `make test`
-   compares the two over 35 million floats. */
-__device__ __forceinline__ u64 fx_of(float w) {
-  const u32 b = __float_as_uint(fminf(w, 1.0f)) & 0x7fffffffu;   /* (-0: 0) */
-  const i32 e = (i32)(b >> 23) - 127;
-  const u64 m = (u64)((b & 0x7fffffu) | 0x800000u);
-  if (e >= -21) return m << (e + 21);   /* w * 2^44 is an integer */
-  const i32 sh = -21 - e;
-  return sh > 24 ? 0ull : (m + (1ull << (sh - 1))) >> sh;   /* (zero and subnormals: 0) */
+/* The integer mass of logit l: its exact weight (wgt's, the CPU's) in
+   2^-44 units, rounded to nearest (even). A weight under e^-32 is under
+   2^-45 and counts 0 without its exp (so ms_expf_dev's subnormal path is
+   never needed), and w * 2^44 is exact in float, so one conversion
+   rounds it. `cuda-emu:fxw` in `make test` compares it with
+   llrint(wgt * 2^44) in double over every 37th float in [-40, 0]. */
+__device__ __forceinline__ u64 fxw(float l, float M, float S) {
+  const float x = __fmul_rn(__fsub_rn(l, M), S);
+  const float w = fminf(ms_expf_core_dev(fmaxf(x, -32.0f)), 1.0f);
+  return x >= -32.0f ? __float2ull_rn(__fmul_rn(w, 17592186044416.0f)) : 0ull;
 }
-__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, float w) {
-  const u64 f = fx_of(w);   /* <= 2^44 */
+__device__ __forceinline__ void fx_add(u32 *lo, u32 *hi, i32 b, u64 f) {   /* f <= 2^44 */
   const u32 fl = (u32)f;
   u32 up = (u32)(f >> 32);
   if (fl) { const u32 old = atomicAdd(&lo[b], fl); up += (u32)(old + fl < old); }   /* the carry */
@@ -1448,7 +1463,7 @@ __device__ void end_draw(const Args &A, const Row &R, i32 r, const Sel *Q, const
    0.9). More than MS_PCAND: the row takes the radix passes.
    P_PGATHER: P_SUMS's tile sums of the keys >= pk_hi (kept whatever the
    threshold), the range's keys listed (A.pcand), and the exact integer
-   masses (fx_of of the CPU's weights) of the keys >= lower (Z) and of
+   masses (fxw: the CPU's weights in 2^-44 units) of the keys >= lower (Z) and of
    those >= pk_hi. Its last block selects the threshold exactly among the
    listed keys (pgather_finish: the radix passes' rule on the list), adds
    the kept ones to their tiles and draws an F_END row. Should the exact
@@ -1526,10 +1541,10 @@ __device__ u32 pb_window(const u32 *c, float top_p, i32 *b_lo, i32 *b_hi) {
   *b_lo = lo; *b_hi = hi;
   return hi < MS_PB_NB ? n : 0u;
 }
-/* P_PGATHER: the keys of [k_lo, k_lo + span) among the calling warp's 32
-   elements appended to the row's list (one atomic a warp). Every lane of
-   the warp calls. */
-__device__ __forceinline__ void pgather_list(Sel *Q, u32 *ck, i32 *cid, u32 key, i32 i, bool in) {
+/* P_PGATHER: the logits l (ids i) in [k_lo, k_hi) among the calling warp's
+   32 elements appended to the row's list as keys (one atomic a warp).
+   Every lane of the warp calls. */
+__device__ __forceinline__ void pgather_list(Sel *Q, u32 *ck, i32 *cid, float l, i32 i, bool in) {
   const u32 bal = __ballot_sync(0xffffffffu, in);
   if (!bal) return;
   const i32 lane = (i32)threadIdx.x & 31, lead = __ffs((i32)bal) - 1;
@@ -1537,8 +1552,36 @@ __device__ __forceinline__ void pgather_list(Sel *Q, u32 *ck, i32 *cid, u32 key,
   if (lane == lead) base = atomicAdd(&Q->ncand, (u32)__popc(bal));
   base = __shfl_sync(0xffffffffu, base, lead);
   const u32 at = base + (u32)__popc(bal & ((1u << lane) - 1u));
-  if (in && at < MS_PCAND) { ck[at] = key; cid[at] = i; }
+  if (in && at < MS_PCAND) { ck[at] = fkey(l); cid[at] = i; }
 }
+/* P_PGATHER's weighing (tile_pass): the exact integer masses (fxw) of
+   the kept ids in the tile, and of the ids >= lower and >= hi into *z and
+   *a; the ids in [lo, hi) listed (every comparison on the floats:
+   kept_floats). */
+struct PgatherWeigh {
+  Sel *Q;
+  u32 *ck;
+  i32 *cid;
+  u64 *z, *a;
+  float M, S, lower_f, lo_f, hi_f, thf, thu;
+  i32 cut;
+  template <bool U> __device__ __forceinline__ u64 operator()(Flag<U>, const F4 &v, i32 i, float th) const {
+    const float l4[4] = { v.x, v.y, v.z, v.w };
+    u64 t = 0ull;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      const float l = l4[c];
+      const bool in = l >= lower_f, above = l >= hi_f;
+      const u64 f = in ? fxw(l, M, S) : 0ull;
+      *z += f;
+      *a += above ? f : 0ull;
+      t += l >= (U ? th : i + c <= cut ? thf : thu) ? f : 0ull;
+      pgather_list(Q, ck, cid, l, i + c, in && l >= lo_f && !above);
+    }
+    return t;
+  }
+};
+
 /* P_PGATHER's last block, once every block's tile sums, list and masses
    are in: top_p's threshold tp, the smallest listed key whose mass
    strictly above (with all of the keys >= pk_hi) is < p * Z, by radix
@@ -1572,7 +1615,7 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
     __syncthreads();
     for (i32 k = tid; k < n; k += nt) {
       const u32 key = __ldcg(ck + k), off = key - k_lo;
-      if ((off & pmask) == base) fx_add(lo, hi, (i32)((off >> sh) & dmask), wgt(unkey(key), M, S));
+      if ((off & pmask) == base) fx_add(lo, hi, (i32)((off >> sh) & dmask), fxw(unkey(key), M, S));
     }
     __syncthreads();
     double v[MS_BINS / MS_ST];
@@ -1600,14 +1643,13 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
   u32 theta = max(lower, tp);
   if (R.flags & F_HF) theta = max(theta, Q->t_minp);
   const i32 TILE = 32 * tile_e(V), n_tiles = (V + TILE - 1) / TILE;
-  const float S2 = dscale(S);
   u64 *tacc = Q->hist;   /* zero: P_PBIN's last block cleared it */
   for (i32 k = tid; k < n; k += nt) {
     const u32 key = __ldcg(ck + k);
     if (key < theta) continue;
     const i32 id = __ldcg(cid + k);
-    const float w = wdraw(unkey(key), M, S2);
-    if (w > 0.0f) atomicAdd((unsigned long long *)&tacc[id / TILE], (unsigned long long)fx_of(w));
+    const u64 f = fxw(unkey(key), M, S);   /* (P_PGATHER's tile masses) */
+    if (f) atomicAdd((unsigned long long *)&tacc[id / TILE], (unsigned long long)f);
   }
   __threadfence();
   __syncthreads();
@@ -1715,23 +1757,21 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   u32 *ck = (u32 *)A.pcand + (u64)r * (2u * MS_PCAND);
   u64 z = 0ull, a = 0ull;
 #endif
-  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; },
-            [&](i32 i, float l) {   /* (every lane of the warp, every element: -inf past the row's end) */
 #if MS_BINS_ON
-              if (pg) {
-                const u32 key = fkey(l);
-                const bool in = key >= lower;
-                if (in) {
-                  const u64 f = fx_of(wgt(l, M, S));
-                  z += f;
-                  if (key >= k_hi) a += f;
-                }
-                pgather_list(Q, ck, (i32 *)(ck + MS_PCAND), key, i, in && key - k_lo < span);
-              }
-#else
-              (void)i; (void)l; (void)span; (void)k_hi;
+  if (pg) {
+    /* the tiles' exact integer masses (fxw) of the keys >= theta, Z's
+       (keys >= lower) and the mass above the range (keys >= k_hi), the
+       range's keys listed; every comparison on the floats (kept_floats) */
+    float lower_f, thf, thu, lo_f, hi_f, unused;
+    kept_floats(lower, &lower_f, &unused);
+    kept_floats(theta, &thf, &thu);
+    kept_floats(k_lo, &lo_f, &unused);
+    kept_floats(k_hi, &hi_f, &unused);
+    PgatherWeigh w = { Q, ck, (i32 *)(ck + MS_PCAND), &z, &a, M, S, lower_f, lo_f, hi_f, thf, thu, cut };
+    tile_pass<u64, 2>(src, V, t_beg, t_end, E, cut, thf, thu, w, [&](i32 t, u64 v) { Q->tsum[t] = (double)v * (1.0 / MS_FX); });
+  } else
 #endif
-            });
+  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; });
 #if MS_BINS_ON
   if (pg) {
     u64 zt, at;
@@ -1825,7 +1865,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
 #endif
       if (count || pbin) atomicAdd(&hc[b], 1u);
-      else fx_add(sh.fx.lo, sh.fx.hi, b, wgt(l, M, S));
+      else fx_add(sh.fx.lo, sh.fx.hi, b, fxw(l, M, S));
     }
   });
   if (pbin) {
@@ -1966,7 +2006,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
     /* top_p keeps the ties whose mass before them, (larger) + q w, stays
        under the target: q < rest / w */
     const float M = Q->P.m, S = R.inv_temp;
-    const u64 f = fx_of(wgt(unkey(theta), M, S));
+    const u64 f = fxw(unkey(theta), M, S);
     if (f) {
       const double w = (double)f * (1.0 / MS_FX), rest = Q->prest;
       const u64 n_eq = Q->praw / f;

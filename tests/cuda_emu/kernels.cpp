@@ -16,27 +16,22 @@ static const ms_emu_kernel ms_emu_kernels_cu[] = {
 #undef MS_EMU_KERNEL
 };
 
-/* fx_of (the mass histograms' integer weight, computed from the float's
-   bits) against the double formula it replaces, (u64)((double)min(w, 1) *
-   2^44 + 0.5): every float in [0, 1] with a stride, every bit pattern
-   within 4096 of each power of two, and some above 1. Returns how many
+/* fxw (a logit's integer mass: the exact weight's 2^-44 units, no exp
+   under e^-32) against llrint(wgt * 2^44) in double: every 37th float in
+   [-40, 0] (the scaled logit: M = 0, S = 1), and -inf. Returns how many
    differ (*first: the first such bit pattern) and counts the checks. */
-static int fx_differs(uint32_t b) {
-  float w;
-  memcpy(&w, &b, 4);
-  const uint64_t want = (uint64_t)((double)fminf(w, 1.0f) * MS_FX + 0.5);
-  return fx_of(w) != want;
+static int fxw_differs(uint32_t b) {
+  float x;
+  memcpy(&x, &b, 4);
+  const uint64_t want = (uint64_t)llrint((double)wgt(x, 0.0f, 1.0f) * MS_FX);
+  return fxw(x, 0.0f, 1.0f) != want;
 }
 extern "C" __attribute__((visibility("default"))) unsigned long long msEmuCheckFx(unsigned long long *checked, uint32_t *first) {
   unsigned long long bad = 0, n = 0;
-  uint32_t b, k;
+  uint32_t b;
   *first = 0;
-  for (b = 0; b <= 0x3f800000u; b += 37u, n++) if (fx_differs(b) && !bad++) *first = b;
-  for (k = 0; k <= 128u; k++)
-    for (b = (k << 23) > 4096u ? (k << 23) - 4096u : 0u; b < (k << 23) + 4096u; b++, n++)
-      if (fx_differs(b) && !bad++) *first = b;
-  for (b = 0x3f800001u; b < 0x7f800000u; b += 4099u, n++) if (fx_differs(b) && !bad++) *first = b;
-  if (fx_differs(0x80000000u) && !bad++) *first = 0x80000000u;   /* -0 */
+  for (b = 0x80000000u; b <= 0xc2200000u; b += 37u, n++) if (fxw_differs(b) && !bad++) *first = b;   /* -0 .. -40 */
+  if (fxw_differs(0xff800000u) && !bad++) *first = 0xff800000u;   /* -inf */
   *checked = n + 1;
   return bad;
 }

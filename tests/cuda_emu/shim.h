@@ -146,6 +146,8 @@ inline float __expf(float x) { return expf(x); }
    host's exp2f, subnormal results flushed to 0. */
 inline float ms_ex2_ftz(float x) { const float y = exp2f(x); return y < 1.17549435e-38f ? 0.0f : y; }
 inline float __fsqrt_rn(float a) { return sqrtf(a); }
+/* float to u64, rounded to nearest even (cvt.rni.u64.f32) */
+inline unsigned long long __float2ull_rn(float x) { return (unsigned long long)llrintf(x); }
 
 /* CUDA's min / max overloads (mixed signedness compares unsigned). */
 inline int min(int a, int b) { return a < b ? a : b; }
