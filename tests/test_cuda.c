@@ -1490,6 +1490,60 @@ static void test_gpu_topp_bins_large(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* Launches with programmatic stream serialization (ms_cuda_pdl: the
+   kernels start while the previous one finishes, griddepcontrol.wait
+   inside) give the same distributions, tokens and logprobs as plain
+   launches ($MYSAMPLE_CUDA_PDL = 0), over every route: greedy, top_p,
+   top_k + top_p (candidates), min_p, processed logprobs, several blocks
+   per row and one. The emulator reports sm_90 and takes cuLaunchKernelEx,
+   so there PDL must be on; so on a GPU of sm_90 or newer. */
+static void test_gpu_pdl_matches_plain(void) {
+  enum { R = 6, V = 9000 };
+  static float logits[R * V], probs[2][R * V];
+  static ms_logprob top[2][R * 5];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[2][R];
+  ms_cuda_out out[2][R];
+  int r, m, si;
+  if (!t_gpu()) SKIP(t_why);
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#else
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_default();
+    ps[r].seed = 90u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(logits + (size_t)r * V, V, 1.0f + 0.5f * (float)(r % 3));
+    pp[r] = &ps[r];
+  }
+  ps[0].temperature = 0.0f;
+  ps[1].top_p = 0.9f;
+  ps[2].top_k = 50; ps[2].top_p = 0.95f;
+  ps[3].min_p = 0.05f;
+  ps[4].top_p = 0.8f; ps[4].logprobs = 5; ps[4].logprobs_mode = MS_LOGPROBS_PROCESSED;
+  ps[5].top_k = 300; ps[5].temperature = 0.7f;
+  for (si = 0; si < 2; si++) {
+    for (m = 0; m < 2; m++) {
+      ms_cuda *cu;
+      t_dev g;
+      setenv("MYSAMPLE_CUDA_PDL", m ? "0" : "1", 1);
+      if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_PDL"); return; }
+      if (m) CHECK_EQ_INT(ms_cuda_pdl(cu), 0);
+      else if (t_emu || (strncmp(ms_cuda_target(cu), "sm_", 3) == 0 && atoi(ms_cuda_target(cu) + 3) >= 90))
+        CHECK_EQ_INT(ms_cuda_pdl(cu), 1);
+      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
+      t_dev_free(cu, &g);
+      ms_cuda_destroy(cu);
+    }
+    CHECK(memcmp(probs[0], probs[1], sizeof probs[0]) == 0);
+    CHECK(memcmp(tok[0], tok[1], sizeof tok[0]) == 0);
+    CHECK(memcmp(top[0], top[1], sizeof top[0]) == 0);
+    for (r = 0; r < R; r++) CHECK(out[0][r].token == out[1][r].token && out[0][r].logprob == out[1][r].logprob);
+  }
+  unsetenv("MYSAMPLE_CUDA_PDL");
+#endif
+}
+
 /* ---- top_k's candidates from the statistics (F_KFAST) ---------------------------
    top_k <= 256 takes its candidates from a bound the statistics find (the
    k-th largest of the threads' maxima) instead of a counting pass. The
@@ -2699,6 +2753,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_topp_bins_route);
   RUN_GPU(test_gpu_topp_bins_large);
   RUN_GPU(test_gpu_topk_fast_route);
+  RUN_GPU(test_gpu_pdl_matches_plain);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);

@@ -124,6 +124,14 @@ MSDEF void ms_cuda_destroy(ms_cuda *cu);
 MSDEF const char *ms_cuda_target(const ms_cuda *cu);
 MSDEF const char *ms_cuda_device_name(const ms_cuda *cu);
 
+/* 1 when cu launches its kernels with programmatic stream serialization
+   (programmatic dependent launch: sm_90 or newer, a CUDA 12+ driver, and
+   $MYSAMPLE_CUDA_PDL not "0" when cu was created), else 0: each kernel
+   may then start while the previous one on the stream finishes, and waits
+   for it inside, which hides the launch latency between the kernels of a
+   call. Results are the same either way. Thread-safe (reads cu). */
+MSDEF int ms_cuda_pdl(const ms_cuda *cu);
+
 /* What the device writes per row (40 bytes; an array on the device). */
 typedef struct ms_cuda_out {
   int32_t token;        /* the sampled token, -1 on a row error */

@@ -187,6 +187,7 @@ struct ms_cuda {
   uint8_t *slot_budget;   /* host: per slot, 1 when its last ms_cuda_seq_reset gave it a reasoning budget */
   uint32_t call_no;
   int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
+  int pdl;                /* launches with programmatic stream serialization (ms__cuda_launch) */
   int32_t extra_words;
   size_t blob_bytes;
   ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget, d_pcand;
@@ -366,6 +367,11 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
     goto fail;
   }
 
+  /* programmatic dependent launches: sm_90+, a CUDA 12 driver, and not
+     turned off ($MYSAMPLE_CUDA_PDL = 0) */
+  cu->pdl = major >= 9 && d->launch_ex != NULL;
+  if (ms__cu_getenv("MYSAMPLE_CUDA_PDL") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PDL"), "0")) cu->pdl = 0;
+
   /* kernels: caches, else NVRTC */
   memset(&co, 0, sizeof co);
   co.nvrtc_path = desc->nvrtc_path;
@@ -443,6 +449,7 @@ fail:
 
 MSDEF const char *ms_cuda_target(const ms_cuda *cu) { return cu ? cu->target : ""; }
 MSDEF const char *ms_cuda_device_name(const ms_cuda *cu) { return cu ? cu->name : ""; }
+MSDEF int ms_cuda_pdl(const ms_cuda *cu) { return cu ? cu->pdl : 0; }
 
 /* -- packing ------------------------------------------------------------------ */
 
@@ -690,10 +697,29 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
   return used * 4;
 }
 
-static ms_result ms__cuda_launch(ms__CUhandle fn, unsigned gx, unsigned gy, unsigned threads,
+/* One kernel on the stream. On sm_90 and newer with cuLaunchKernelEx
+   (cu->pdl), with programmatic stream serialization: the kernel may
+   launch while the one before it still runs and waits for it inside
+   (griddepcontrol.wait, the first thing every kernel does), which hides
+   the launch latency between the dozen kernels of a call. */
+static ms_result ms__cuda_launch(const ms_cuda *cu, ms__CUhandle fn, unsigned gx, unsigned gy, unsigned threads,
                                  ms__CUhandle stream, void *args) {
   void *params[1];
   params[0] = args;
+  if (cu->pdl) {
+    ms__cu_launch_attr attr;
+    ms__cu_launch_config cfg;
+    memset(&attr, 0, sizeof attr);
+    attr.id = MS__CU_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION;
+    attr.value.allowed = 1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.grid_x = gx; cfg.grid_y = gy; cfg.grid_z = 1;
+    cfg.block_x = threads; cfg.block_y = 1; cfg.block_z = 1;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.n_attrs = 1;
+    return ms__cu_g.drv.launch_ex(&cfg, fn, params, NULL) == MS__CUDA_SUCCESS ? MS_OK : MS_ERR_DEVICE;
+  }
   return ms__cu_g.drv.launch(fn, gx, gy, 1, threads, 1, 1, 0, stream, params, NULL) == MS__CUDA_SUCCESS
              ? MS_OK : MS_ERR_DEVICE;
 }
@@ -742,7 +768,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
       d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
   cu->ev_used[s] = 1;
 
-  tile = 128 * ((b->vocab + 128 * MS__CUDA_MAX_TILES - 1) / (128 * MS__CUDA_MAX_TILES));   /* 32 * tile_e */
+  tile = 256 * ((b->vocab + 256 * MS__CUDA_MAX_TILES - 1) / (256 * MS__CUDA_MAX_TILES));   /* 32 * tile_e */
 
   memset(&A, 0, sizeof A);
   A.logits = (uint64_t)(uintptr_t)b->logits;
@@ -774,42 +800,42 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.pcand = (uint64_t)cu->d_pcand;
 
   if ((needs & MS__CUDA_N_MASK) &&
-      (rc = ms__cuda_launch(cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   /* the statistics, then each full-row pass some row needs, in the
      pipeline's order (A is copied at every launch) */
-  if ((rc = ms__cuda_launch(cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+  if ((rc = ms__cuda_launch(cu, cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   A.pass = MS__CUDA_P_KCAND;
   if ((needs & MS__CUDA_N_KFAST) &&
-      (rc = ms__cuda_launch(cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
     int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
              : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;
     /* an SGLang row's cut inside a tie: after the thresholds, before the sums */
     if (pass == MS__CUDA_P_SUMS && (needs & MS__CUDA_N_TIES) &&
-        (rc = ms__cuda_launch(cu->fn[MS__K_TIES], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+        (rc = ms__cuda_launch(cu, cu->fn[MS__K_TIES], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     /* HF epsilon, then eta, on what the thresholds kept */
     if (pass == MS__CUDA_P_SUMS && (needs & MS__CUDA_N_EPS)) {
       for (A.pass = MS__CUDA_P_EPS; A.pass <= MS__CUDA_P_ETA; A.pass++)
-        if ((rc = ms__cuda_launch(cu->fn[MS__K_EPS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+        if ((rc = ms__cuda_launch(cu, cu->fn[MS__K_EPS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
     if (!(needs & need)) continue;
     /* top_p by bins first (rows it leaves undecided take the radix passes) */
     if (pass == MS__CUDA_P_MASS && cu->topp_bins) {
       for (A.pass = MS__CUDA_P_PBIN; A.pass <= MS__CUDA_P_PGATHER; A.pass++)
-        if ((rc = ms__cuda_launch(cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows,
+        if ((rc = ms__cuda_launch(cu, cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows,
                                   (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
     A.pass = pass;
-    if ((rc = ms__cuda_launch(cu->fn[pass == MS__CUDA_P_SUMS ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows, (unsigned)G,
+    if ((rc = ms__cuda_launch(cu, cu->fn[pass == MS__CUDA_P_SUMS ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows, (unsigned)G,
                               MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   }
   /* llama.cpp rows: their chain on the top_k list (ms_k_row then adds raw logprobs and writes the result) */
   if ((needs & MS__CUDA_N_LIST) &&
-      (rc = ms__cuda_launch(cu->fn[MS__K_LIST], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_LIST], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   /* every row ended in a pass (F_END): no ms_k_row launch (probs calls
      never set F_END, so they always set N_ROW) */
   if ((needs & MS__CUDA_N_ROW) &&
-      (rc = ms__cuda_launch(cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   if (b->host_tokens && b->tokens &&
       d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {
     rc = MS_ERR_DEVICE;
@@ -871,7 +897,7 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
     grid = (unsigned)((n_prompt + MS__CUDA_THREADS - 1) / MS__CUDA_THREADS);
     if (grid < 1) grid = 1;
     if (grid > 1024) grid = 1024;
-    rc = ms__cuda_launch(cu->fn[MS__K_SEQ_PROMPT], grid, 1, MS__CUDA_THREADS, stream, &S);
+    rc = ms__cuda_launch(cu, cu->fn[MS__K_SEQ_PROMPT], grid, 1, MS__CUDA_THREADS, stream, &S);
   }
   if (rc == MS_OK) cu->slot_budget[slot] = S.bud_tokens >= 0;
   ms__cuda_leave(pushed);
@@ -904,7 +930,7 @@ MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots,
   S.hist = (uint64_t)cu->d_hist; S.hist_cap = cu->hist_cap;
   S.budget = (uint64_t)cu->d_budget;
   /* one block: a slot's tokens enter its history in order */
-  rc = ms__cuda_launch(cu->fn[MS__K_SEQ_ACCEPT], 1, 1, MS__CUDA_THREADS, stream, &S);
+  rc = ms__cuda_launch(cu, cu->fn[MS__K_SEQ_ACCEPT], 1, 1, MS__CUDA_THREADS, stream, &S);
   ms__cuda_leave(pushed);
   return rc;
 }

@@ -109,6 +109,25 @@ typedef void *ms__CUhandle;  /* CUcontext, CUmodule, CUfunction, CUstream, CUeve
 #define MS__CU_ATTR_CC_MINOR 76
 #define MS__CU_EVENT_DISABLE_TIMING 2
 
+/* cuLaunchKernelEx's configuration (CUDA 12.0+), laid out as cuda.h's
+   CUlaunchConfig and CUlaunchAttribute (tests/cuda_abi.test.sh compares
+   them where the toolkit is installed): one attribute, programmatic
+   stream serialization (id 6), which lets a kernel launch while the one
+   before it on the stream still runs; its griddepcontrol.wait then holds
+   it until that one's memory is visible (ms_pdl_wait in kernels.cu). */
+#define MS__CU_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION 6
+typedef struct ms__cu_launch_attr {
+  int id;
+  char pad[4];
+  union { char bytes[64]; int allowed; void *align; } value;
+} ms__cu_launch_attr;
+typedef struct ms__cu_launch_config {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  ms__CUhandle stream;
+  ms__cu_launch_attr *attrs;
+  unsigned n_attrs;
+} ms__cu_launch_config;
+
 /* Function pointers of the driver API: private, never under CUDA's names. */
 typedef struct ms__cu_driver {
   ms__CUresult (*init)(unsigned);
@@ -128,6 +147,7 @@ typedef struct ms__cu_driver {
   ms__CUresult (*module_get_function)(ms__CUhandle *, ms__CUhandle, const char *);
   ms__CUresult (*launch)(ms__CUhandle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, ms__CUhandle, void **, void **);
+  ms__CUresult (*launch_ex)(const ms__cu_launch_config *, ms__CUhandle, void **, void **);   /* (optional: CUDA 12+) */
   ms__CUresult (*mem_alloc)(ms__CUdeviceptr *, size_t);
   ms__CUresult (*mem_free)(ms__CUdeviceptr);
   ms__CUresult (*mem_alloc_host)(void **, size_t);
@@ -229,6 +249,7 @@ static ms_result ms__cu_load_driver_locked(const char *path) {
   MS__CU_SYM(g->drv_lib, d->module_unload, "cuModuleUnload");
   MS__CU_SYM(g->drv_lib, d->module_get_function, "cuModuleGetFunction");
   MS__CU_SYM(g->drv_lib, d->launch, "cuLaunchKernel");
+  MS__CU_SYM(g->drv_lib, d->launch_ex, "cuLaunchKernelEx");
   MS__CU_SYM(g->drv_lib, d->mem_alloc, "cuMemAlloc_v2");
   MS__CU_SYM(g->drv_lib, d->mem_free, "cuMemFree_v2");
   MS__CU_SYM(g->drv_lib, d->mem_alloc_host, "cuMemAllocHost_v2");

@@ -190,6 +190,21 @@ struct TopEntry { i32 token; float logprob; };
 
 /* ---- helpers -------------------------------------------------------------- */
 
+/* The first statement of every kernel. Launched with programmatic stream
+   serialization (sm_90+, ms__cuda_launch), a kernel may start while the
+   one before it on the stream still runs: griddepcontrol.wait holds it
+   until that one has finished and its memory is visible (so nothing here
+   reads or writes global memory before it), and launch_dependents lets
+   the next kernel launch as soon as every block of this one has started.
+   A no-op for a kernel launched the usual way, and not compiled below
+   sm_90 or in the emulator. */
+__device__ __forceinline__ void ms_pdl_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float ms_neg_inf() { return __int_as_float(0xff800000); }
 __device__ __forceinline__ float ms_pos_inf() { return __int_as_float(0x7f800000); }
 
@@ -614,13 +629,14 @@ __device__ __forceinline__ i32 part_status(const Part &p) {
   return 0;
 }
 
-/* The draw's tiles: 32 * E consecutive ids, E a multiple of 4 (whole
-   128-id groups: tile_sums reads a lane's four ids at once) from the
+/* The draw's tiles: 32 * E consecutive ids, E a multiple of 8 (whole
+   128-id groups, tile_pass reading a lane's four ids at once; two groups
+   at least, so a warp's sums cost under 2 instructions an id) from the
    vocabulary alone, at most MS_MAXT tiles, so a row's tiles, and the
    double sums over them, are the same whether the row is split over
    blocks or not (split chunks are whole tiles). impl_launch.c sizes the
    chunks by the same formula. */
-__device__ __forceinline__ i32 tile_e(i32 V) { return 4 * max(1, (V + 128 * MS_MAXT - 1) / (128 * MS_MAXT)); }
+__device__ __forceinline__ i32 tile_e(i32 V) { return 8 * max(1, (V + 256 * MS_MAXT - 1) / (256 * MS_MAXT)); }
 
 /* The float of a key (fkey's inverse; the key of 0 gives +0). */
 __device__ __forceinline__ float unkey(u32 k) {
@@ -976,6 +992,7 @@ __device__ __forceinline__ u64 row_pos(const Args &A, const Row &R) {
 /* Builds the allow bits (bitmask & allowed ids & ~banned & ~min_tokens
    stops) and the bias bits of every row that has masks or a bias. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
+  ms_pdl_start();
   const i32 r = blockIdx.x;
   const Row *rows = (const Row *)A.blob;
   const Row &R = rows[r];
@@ -1136,6 +1153,7 @@ __device__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist);
    registers, so 6 blocks share an SM; at 64 only 4 did, and this
    memory-bound pass wants every warp it can get. */
 extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
+  ms_pdl_start();
   __shared__ i32 s_last;
   __shared__ Row sR;
   /* row_stats and pointwise (calls) take the arguments by reference: a
@@ -1721,6 +1739,7 @@ __device__ __forceinline__ bool pass_begin(const Args &A, Sel *Q, Row *sR, PassB
    its own (not a case of ms_k_pass) so that NVRTC compiles it beside
    ms_k_pass: the cold compile waits for the largest program. */
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args A) {
+  ms_pdl_start();
   __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } sh;   /* (pgather_finish's scratch) */
   __shared__ i32 s_last;
 #if MS_BINS_ON
@@ -1805,6 +1824,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
    next launch. P_CAND gathers top_k's candidates. Rows that a pass does
    not concern return at once, all their blocks alike. */
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
+  ms_pdl_start();
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; u32 n4[2 * MS_BINS]; } sh;
   __shared__ i32 s_last;
   __shared__ Row sR;
@@ -1855,16 +1875,23 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   for (i32 b = tid; b < nh; b += blockDim.x) { if (count || pbin) hc[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
   __syncthreads();
   u32 far = 0u;   /* P_PBIN: the last bin's count (16 or more below the max: most of a peaked row), in registers */
+#if MS_BINS_ON
+  if (pbin) {
+    float lower_f, unused;
+    kept_floats(lower, &lower_f, &unused);
+    row_for<4>(src, beg, end, [&](i32, float l) {
+      if (l >= lower_f) {
+        const i32 b = topp_bin(l, M, S);
+        if (b == 0) far++; else atomicAdd(&hc[b], 1u);
+      }
+    });
+  } else
+#endif
   row_for<4>(src, beg, end, [&](i32, float l) {
     const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
-#if MS_BINS_ON
-      const i32 b = pbin ? topp_bin(l, M, S) : (i32)((key >> shift) & (u32)(nb - 1));
-      if (pbin && b == 0) { far++; return; }
-#else
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
-#endif
-      if (count || pbin) atomicAdd(&hc[b], 1u);
+      if (count) atomicAdd(&hc[b], 1u);
       else fx_add(sh.fx.lo, sh.fx.hi, b, fxw(l, M, S));
     }
   });
@@ -1990,6 +2017,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
    the small program: inside ms_k_pass it made that program's cold compile
    half again as long.) */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
+  ms_pdl_start();
   __shared__ i32 s_last, s_tile, s_id;
   __shared__ u32 s_before;
   __shared__ Row sR;
@@ -2087,6 +2115,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
    program the figures run compile a sixth longer. */
 #if MS_IN_UNIT(3)
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
+  ms_pdl_start();
   __shared__ i32 s_last;
   __shared__ Row sR;
   const i32 r = blockIdx.x, c = blockIdx.y, tid = threadIdx.x, V = A.vocab;
@@ -2177,6 +2206,7 @@ __device__ __noinline__ double list_weights(const float *v, float *e, i32 n) {
    own in the small program: inside ms_k_row it made the largest program
    a seventh longer to compile. */
 extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
+  ms_pdl_start();
   __shared__ Row sR;
   __shared__ u32 gk[2 * MS_CAND];
   __shared__ i32 gi[2 * MS_CAND];
@@ -2443,6 +2473,7 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
 #define MS_ROW_MINB 2
 #endif
 extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A) {
+  ms_pdl_start();
   __shared__ Row sR;
   __shared__ Part sP;
   __shared__ i32 s_status;
@@ -2650,6 +2681,7 @@ struct SeqArgs {
    counter), keeps the prompt's last hist_cap tokens in its history and
    sets its output length to 0. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
+  ms_pdl_start();
   u32 *st = (u32 *)S.seq_state + (u64)S.slot * S.seq_stride;
   const i32 *ids = (const i32 *)S.ids;
   i32 *h = S.hist ? slot_hist(S.hist, S.hist_cap, S.slot) : (i32 *)0;
@@ -2680,6 +2712,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
    the ring), and the last of them writes the new length after every
    thread has read the old one. */
 extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
+  ms_pdl_start();
   __shared__ i32 s_slot[MS_ST], s_tok[MS_ST];
   const i32 *ids = (const i32 *)S.ids;
   const i32 *slots = (const i32 *)S.slots;

@@ -691,6 +691,33 @@ MS_EMU_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsig
   return CUDA_SUCCESS;
 }
 
+/* cuLaunchKernelEx (CUDA 12): cuda.h's CUlaunchConfig and CUlaunchAttribute
+   layouts. Programmatic stream serialization (attribute 6, 0 or 1) is
+   accepted: it lets a kernel start before the previous one ends, and
+   launches here run one after another, which it allows. Any other
+   attribute is refused, so a launch that asks for more fails loudly. */
+struct emu_launch_attr { int id; char pad[4]; union { char bytes[64]; int i; void *p; } v; };
+struct emu_launch_config {
+  unsigned gx, gy, gz, bx, by, bz, shmem;
+  CUstream stream;
+  emu_launch_attr *attrs;
+  unsigned n_attrs;
+};
+MS_EMU_API CUresult cuLaunchKernelEx(const emu_launch_config *c, CUfunction f, void **params, void **extra) {
+  static const char *fn = "cuLaunchKernelEx";
+  {
+    lock_guard g;
+    if (!c) return err(CUDA_ERROR_INVALID_VALUE, fn, "NULL config");
+    if (c->n_attrs && !c->attrs) return err(CUDA_ERROR_INVALID_VALUE, fn, "%u attributes at NULL", c->n_attrs);
+    for (unsigned i = 0; i < c->n_attrs; i++) {
+      if (c->attrs[i].id != 6) return err(CUDA_ERROR_NOT_SUPPORTED, fn, "launch attribute %d is not emulated", c->attrs[i].id);
+      if (c->attrs[i].v.i != 0 && c->attrs[i].v.i != 1)
+        return err(CUDA_ERROR_INVALID_VALUE, fn, "programmatic stream serialization %d (0 or 1)", c->attrs[i].v.i);
+    }
+  }
+  return cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->shmem, c->stream, params, extra);
+}
+
 /* ---- memory ------------------------------------------------------------------------ */
 
 MS_EMU_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
