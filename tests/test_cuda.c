@@ -1496,7 +1496,8 @@ static void test_gpu_topp_bins_large(void) {
    launches ($MYSAMPLE_CUDA_PDL = 0), over every route: greedy, top_p,
    top_k + top_p (candidates), min_p, processed logprobs, several blocks
    per row and one. The emulator reports sm_90 and takes cuLaunchKernelEx,
-   so there PDL must be on; so on a GPU of sm_90 or newer. */
+   so there PDL must be on; so on a GPU of sm_90 or newer. On the
+   emulator, a driver that refuses the attribute too. */
 static void test_gpu_pdl_matches_plain(void) {
   enum { R = 6, V = 9000 };
   static float logits[R * V], probs[2][R * V];
@@ -1541,6 +1542,23 @@ static void test_gpu_pdl_matches_plain(void) {
     for (r = 0; r < R; r++) CHECK(out[0][r].token == out[1][r].token && out[0][r].logprob == out[1][r].logprob);
   }
   unsetenv("MYSAMPLE_CUDA_PDL");
+  if (t_emu) {
+    /* a driver that refuses the attribute: the launch goes plain, and so
+       does the ms_cuda from then on, with the same results */
+    ms_cuda *cu;
+    t_dev g;
+    setenv("MYSAMPLE_CUDA_EMU_NO_PDL", "1", 1);
+    if (t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_DEFAULT, 5)) {
+      CHECK_EQ_INT(ms_cuda_pdl(cu), 1);
+      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[0], tok[0], out[0], top[0]);
+      CHECK_EQ_INT(ms_cuda_pdl(cu), 0);
+      CHECK(memcmp(probs[0], probs[1], sizeof probs[0]) == 0);
+      CHECK(memcmp(tok[0], tok[1], sizeof tok[0]) == 0);
+      t_dev_free(cu, &g);
+      ms_cuda_destroy(cu);
+    }
+    unsetenv("MYSAMPLE_CUDA_EMU_NO_PDL");
+  }
 #endif
 }
 

@@ -2,12 +2,13 @@
 # Kernel variants side by side on a GPU, in one process tree, rounds
 # alternating so clock drift falls on every variant alike:
 #
-#   bash tools/gpu_ab.sh ROUNDS 'NAME|BINARY|NVRTC OPTIONS|BENCH FLAGS' ...
+#   bash tools/gpu_ab.sh ROUNDS 'NAME|BINARY|NVRTC OPTIONS|BENCH FLAGS[|ENV]' ...
 #
 # Each variant runs `BINARY bench --device cuda --json BENCH FLAGS` with
 # MYSAMPLE_CUDA_NVRTC_OPTIONS set to its options (kernels.cu's MS_* macros
 # via -D, say) and a kernel cache of its own; BINARY defaults to
-# build/mysample (an older build carried as another file is the baseline).
+# build/mysample (an older build carried as another file is the baseline);
+# ENV, VAR=VALUE words, goes to its environment (MYSAMPLE_CUDA_PDL=0, say).
 # Prints one table: per variant, configuration, batch and vocabulary, the
 # median over the rounds of the us per batch. The JSON lines, tagged with
 # the variant, go to $AB_OUT (default /tmp/gpu_ab.jsonl). Needs a GPU; not
@@ -22,10 +23,10 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   for v in "$@"; do
-    IFS='|' read -r name bin opts flags <<< "$v"
+    IFS='|' read -r name bin opts flags envs <<< "$v"
     bin=${bin:-build/mysample}
-    # shellcheck disable=SC2086 # the flags are words
-    MYSAMPLE_CUDA_CACHE="$cache/$name" MYSAMPLE_CUDA_NVRTC_OPTIONS="$opts" "$bin" bench --device cuda --json $flags \
+    # shellcheck disable=SC2086 # the flags and the environment are words
+    env $envs MYSAMPLE_CUDA_CACHE="$cache/$name" MYSAMPLE_CUDA_NVRTC_OPTIONS="$opts" "$bin" bench --device cuda --json $flags \
       | grep '"group": "cuda"' | sed "s/^{/{\"variant\": \"$name\", \"round\": $r, /" >> "$out" \
       || echo "gpu_ab: variant $name failed in round $r" >&2
   done

@@ -125,8 +125,10 @@ MSDEF const char *ms_cuda_target(const ms_cuda *cu);
 MSDEF const char *ms_cuda_device_name(const ms_cuda *cu);
 
 /* 1 when cu launches its kernels with programmatic stream serialization
-   (programmatic dependent launch: sm_90 or newer, a CUDA 12+ driver, and
-   $MYSAMPLE_CUDA_PDL not "0" when cu was created), else 0: each kernel
+   (programmatic dependent launch: sm_90 or newer, a CUDA 12.3+ driver,
+   $MYSAMPLE_CUDA_PDL not "0" when cu was created, and no launch of cu
+   refused so far: one that is goes plain, and so does cu from then on),
+   else 0: each kernel
    may then start while the previous one on the stream finishes, and waits
    for it inside, which hides the launch latency between the kernels of a
    call. Results are the same either way. Thread-safe (reads cu). */

@@ -367,10 +367,14 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
     goto fail;
   }
 
-  /* programmatic dependent launches: sm_90+, a CUDA 12 driver, and not
-     turned off ($MYSAMPLE_CUDA_PDL = 0) */
-  cu->pdl = major >= 9 && d->launch_ex != NULL;
-  if (ms__cu_getenv("MYSAMPLE_CUDA_PDL") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PDL"), "0")) cu->pdl = 0;
+  /* programmatic dependent launches: sm_90+, a CUDA 12.3+ driver (the
+     first whose graphs capture them), and not turned off
+     ($MYSAMPLE_CUDA_PDL = 0) */
+  {
+    int drv = 0;
+    cu->pdl = major >= 9 && d->launch_ex != NULL && d->driver_version(&drv) == MS__CUDA_SUCCESS && drv >= 12030;
+    if (ms__cu_getenv("MYSAMPLE_CUDA_PDL") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PDL"), "0")) cu->pdl = 0;
+  }
 
   /* kernels: caches, else NVRTC */
   memset(&co, 0, sizeof co);
@@ -702,7 +706,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
    launch while the one before it still runs and waits for it inside
    (griddepcontrol.wait, the first thing every kernel does), which hides
    the launch latency between the dozen kernels of a call. */
-static ms_result ms__cuda_launch(const ms_cuda *cu, ms__CUhandle fn, unsigned gx, unsigned gy, unsigned threads,
+static ms_result ms__cuda_launch(ms_cuda *cu, ms__CUhandle fn, unsigned gx, unsigned gy, unsigned threads,
                                  ms__CUhandle stream, void *args) {
   void *params[1];
   params[0] = args;
@@ -718,7 +722,12 @@ static ms_result ms__cuda_launch(const ms_cuda *cu, ms__CUhandle fn, unsigned gx
     cfg.stream = stream;
     cfg.attrs = &attr;
     cfg.n_attrs = 1;
-    return ms__cu_g.drv.launch_ex(&cfg, fn, params, NULL) == MS__CUDA_SUCCESS ? MS_OK : MS_ERR_DEVICE;
+    if (ms__cu_g.drv.launch_ex(&cfg, fn, params, NULL) == MS__CUDA_SUCCESS) return MS_OK;
+    /* refused (a capture or a driver that cannot take the attribute): a
+       refused launch leaves nothing behind, so launch plainly, from now on */
+    if (ms__cu_g.drv.launch(fn, gx, gy, 1, threads, 1, 1, 0, stream, params, NULL) != MS__CUDA_SUCCESS) return MS_ERR_DEVICE;
+    cu->pdl = 0;
+    return MS_OK;
   }
   return ms__cu_g.drv.launch(fn, gx, gy, 1, threads, 1, 1, 0, stream, params, NULL) == MS__CUDA_SUCCESS
              ? MS_OK : MS_ERR_DEVICE;

@@ -695,7 +695,8 @@ MS_EMU_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsig
    layouts. Programmatic stream serialization (attribute 6, 0 or 1) is
    accepted: it lets a kernel start before the previous one ends, and
    launches here run one after another, which it allows. Any other
-   attribute is refused, so a launch that asks for more fails loudly. */
+   attribute is refused, so a launch that asks for more fails loudly;
+   MYSAMPLE_CUDA_EMU_NO_PDL=1 refuses that one too. */
 struct emu_launch_attr { int id; char pad[4]; union { char bytes[64]; int i; void *p; } v; };
 struct emu_launch_config {
   unsigned gx, gy, gz, bx, by, bz, shmem;
@@ -709,6 +710,9 @@ MS_EMU_API CUresult cuLaunchKernelEx(const emu_launch_config *c, CUfunction f, v
     lock_guard g;
     if (!c) return err(CUDA_ERROR_INVALID_VALUE, fn, "NULL config");
     if (c->n_attrs && !c->attrs) return err(CUDA_ERROR_INVALID_VALUE, fn, "%u attributes at NULL", c->n_attrs);
+    /* MYSAMPLE_CUDA_EMU_NO_PDL=1: refuse it, as a driver that cannot take it would (quietly: the caller recovers) */
+    const char *no = getenv("MYSAMPLE_CUDA_EMU_NO_PDL");
+    if (no && !strcmp(no, "1") && c->n_attrs) return CUDA_ERROR_NOT_SUPPORTED;
     for (unsigned i = 0; i < c->n_attrs; i++) {
       if (c->attrs[i].id != 6) return err(CUDA_ERROR_NOT_SUPPORTED, fn, "launch attribute %d is not emulated", c->attrs[i].id);
       if (c->attrs[i].v.i != 0 && c->attrs[i].v.i != 1)
