@@ -689,11 +689,11 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       }
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
-    /* rows without logprobs end in a pass: greedy ones in
-       ms_k_stats, sampled ones in P_SUMS (top_k rows may resolve on their
-       candidates in ms_k_row; SGLang's never do) */
-    if (ends_ok && R->logprobs < 0 && !(flags & MS__CUDA_F_LLAMA) &&
-        ((flags & (MS__CUDA_F_GREEDY | MS__CUDA_F_JOINT)) || R->top_k <= 0))
+    /* rows without logprobs end in a pass: greedy ones in ms_k_stats,
+       top_k rows on their candidates in the last block of the pass that
+       gathered them (ms_k_stats from its lists, P_KCAND, P_CAND), the
+       others in P_SUMS */
+    if (ends_ok && R->logprobs < 0 && !(flags & MS__CUDA_F_LLAMA))
       flags |= MS__CUDA_F_END;
     else *needs |= MS__CUDA_N_ROW;
     R->flags = flags;

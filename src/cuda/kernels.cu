@@ -9,13 +9,15 @@
      ms_k_mask   grid B        rows with masks/bias: allow bits and bias bits
      ms_k_stats  grid B x G    each block takes a chunk of a row (masks,
                                bias, penalties, max, argmax, NaN/Inf, raw
-                               log-sum-exp); the last block of a row to
+                               log-sum-exp; a small top_k's lists of
+                               candidates); the last block of a row to
                                finish combines the partials into the row's
                                Sel state
      ms_k_pass   grid B x G    one launch per full-row pass of the
      ms_k_sums                 selection (ms_k_pass: a small top_k's
                                candidates above the statistics' bound
-                               (P_KCAND), else 3 radix passes of top_k
+                               when its lists fell short (P_KCAND),
+                               else 3 radix passes of top_k
                                or its candidates; 3 of top_p;
                                ms_k_sums: the draw's tile sums; min_p
                                needs no pass);
@@ -31,8 +33,10 @@
                                one tile, logprobs, probs) and the
                                device-side sequence update.
    A row without logprobs (F_END) ends in a pass instead: a greedy one in
-   ms_k_stats, a sampled one without top_k in P_SUMS's last block (ms_k_sums);
-   ms_k_row skips it, and is not launched when every row ended so.
+   ms_k_stats, a top_k one in the last block of the pass that gathered its
+   candidates (ms_k_stats from its lists, P_KCAND, P_CAND), the others in
+   P_SUMS's last block (ms_k_sums); ms_k_row skips it, and is not launched
+   when every row ended so.
    (No kernel holds the whole pipeline: NVRTC compiles the kernels in
    parallel, and the largest bounds a cold compile.)
    Every filter keeps an upper set of values, so the kept set of a row is
@@ -73,7 +77,8 @@ typedef unsigned long long u64;
 #define F_ALLOWED  512
 #define F_MINTOK   1024
 #define F_RAW_LSE  2048
-#define F_END      4096   /* a row ending in a pass: ms_k_stats (greedy) or P_SUMS's last block */
+#define F_END      4096   /* a row ending in a pass: ms_k_stats (greedy; top_k on its lists), P_KCAND or P_CAND (top_k
+                             on candidates) or P_SUMS's last block */
 #define F_TOPP_BINS 16384 /* top_p's threshold by bins (P_PBIN, P_PGATHER; ms_cuda_desc.topp), the radix passes its fallback */
 #define F_JOINT    8192   /* SGLang: penalties (output only) before the bias; top_k, top_p and min_p cut
                              the whole row's distribution; ties at a cut are cut by position (id order) */
@@ -86,7 +91,7 @@ typedef unsigned long long u64;
                              stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
 #define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
 #define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
-#define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates straight from the statistics (P_KCAND) */
+#define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates from the statistics' lists (or P_KCAND) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -145,7 +150,7 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_PGATHER 9 /* ... and the tile sums with the threshold's bin listed */
 #define P_EPS   10  /* HF epsilon: the kept mass, then the cut (before P_SUMS) ... */
 #define P_ETA   11  /* ... and eta: the kept mass and entropy, then the cut */
-#define P_KCAND 12  /* F_KFAST: top_k's candidates above the statistics' bound (before P_COUNT) */
+#define P_KCAND 12  /* F_KFAST: top_k's candidates above the lists' bound when the lists fell short (before P_COUNT) */
 
 /* The selection state of a row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -160,7 +165,7 @@ struct Sel {
   u32 prefix, pm;         /* ... whose bits under pm equal prefix */
   u32 tk, tp;             /* top_k's and top_p's threshold keys */
   i32 cdone, pdone;       /* top_k / top_p decided (early when few keys qualify) */
-  i32 cand;               /* top_k resolves on candidates: keys >= cedge (1; 2: P_KCAND gathers them) ... */
+  i32 cand;               /* top_k resolves on candidates: keys >= cedge (1; 2: P_KCAND gathers them; 3: the statistics' lists held them) ... */
   u32 cedge;
   u32 ncand;              /* ... gathered by P_CAND into ck / cid */
   u32 kkeep;              /* F_JOINT: how many ties at tk top_k keeps (0xffffffff: all) */
@@ -213,6 +218,10 @@ __device__ __forceinline__ float ms_pos_inf() { return __int_as_float(0x7f800000
 __device__ __forceinline__ u32 fkey(float f) {
   u32 u = __float_as_uint(f == 0.0f ? 0.0f : f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+/* The float of a key (fkey's inverse; the key of 0 gives +0). */
+__device__ __forceinline__ float unkey(u32 k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
 /* Philox4x32-10 and the 53-bit uniform: the same formula as ms_uniform in
@@ -410,21 +419,24 @@ __device__ i32 bmax_i(i32 v) {
   __syncthreads();
   return sh[0];
 }
-__device__ u32 bmin_u(u32 v) {
+/* The block's least (MAX = false) or largest u32. */
+template <bool MAX> __device__ u32 bext_u(u32 v) {
   __shared__ u32 sh[32];
   int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1) { const u32 x = __shfl_xor_sync(0xffffffffu, v, o); v = MAX ? max(v, x) : min(v, x); }
   __syncthreads();
   if (lane == 0) sh[w] = v;
   __syncthreads();
   if (w == 0) {
-    v = lane < nw ? sh[lane] : 0xffffffffu;
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    v = lane < nw ? sh[lane] : MAX ? 0u : 0xffffffffu;
+    for (int o = 16; o > 0; o >>= 1) { const u32 x = __shfl_xor_sync(0xffffffffu, v, o); v = MAX ? max(v, x) : min(v, x); }
     if (lane == 0) sh[0] = v;
   }
   __syncthreads();
   return sh[0];
 }
+__device__ __forceinline__ u32 bmin_u(u32 v) { return bext_u<false>(v); }
+__device__ __forceinline__ u32 bmax_u(u32 v) { return bext_u<true>(v); }
 
 /* Exclusive prefix sum over the threads of the block, in thread order. */
 template <class T> __device__ T bscan_excl(T v, T *total) {
@@ -540,13 +552,49 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
   return x;
 }
 
+/* F_KFAST's lists: each thread of ms_k_stats keeps the four largest
+   finite keys it has seen, with their ids, in its own column of shared
+   arrays (entry j of thread t at j * MS_ST + t: no bank conflicts), so a
+   block holds 1024 and a row G x 1024 from one read; and, in registers,
+   the fifth largest key, the largest it dropped (row MS_TOP4 of tk at the
+   end: a thread that held five of the row's k largest shows it). Empty
+   entries hold the key of -inf. */
+#define MS_TOP4 4
+struct Top4 { u32 k4, k5; float f5; };   /* the fourth's and fifth's keys, the fifth's float */
+__device__ __forceinline__ void top4_init(u32 *tk, i32 *ti, Top4 *q) {
+#pragma unroll
+  for (int j = 0; j < MS_TOP4; j++) { tk[j * MS_ST + threadIdx.x] = MS_KEY_NEG_INF; ti[j * MS_ST + threadIdx.x] = -1; }
+  q->k4 = q->k5 = MS_KEY_NEG_INF;
+  q->f5 = ms_neg_inf();
+}
+/* Element i with logit l >= q->f5: placed by key after equal keys (ties
+   keep the first seen), the fourth falling to fifth; or, at most the
+   fourth's key, the new fifth. -inf and keys equal to the fifth's are not
+   taken (the fifth bounds them). */
+__device__ __forceinline__ void top4_put(u32 *tk, i32 *ti, float l, i32 i, Top4 *q) {
+  const u32 key = fkey(l);
+  if (key <= q->k5) return;
+  if (key <= q->k4) { q->k5 = key; q->f5 = l; return; }
+  const i32 t = (i32)threadIdx.x;
+  q->k5 = q->k4;
+  i32 j = MS_TOP4 - 1;
+  for (; j > 0 && key > tk[(j - 1) * MS_ST + t]; j--) {
+    tk[j * MS_ST + t] = tk[(j - 1) * MS_ST + t];
+    ti[j * MS_ST + t] = ti[(j - 1) * MS_ST + t];
+  }
+  tk[j * MS_ST + t] = key;
+  ti[j * MS_ST + t] = i;
+  q->k4 = tk[(MS_TOP4 - 1) * MS_ST + t];
+  q->f5 = unkey(q->k5);
+}
+
 /* Statistics of elements [beg, end) of row r by the whole block: the max of
    the processed logits and its lowest index, NaN/+Inf flags, and the raw
    log-sum-exp (online) when raw logprobs are asked for. Writes the
-   processed logits to the work row for rows that need it, and each
-   thread's max (its key) to tmax[thread] unless tmax is null. The result
-   is valid in thread 0. */
-__device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end, u32 *tmax) {
+   processed logits to the work row for rows that need it, and, unless tk
+   is null (F_KFAST), keeps each thread's four largest finite keys and
+   their ids (top4_put). The result is valid in thread 0. */
+__device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 beg, i32 end, u32 *tk, i32 *ti) {
   const float *raw = (const float *)A.logits + (u64)r * A.stride;
   float *work = (float *)A.work + (u64)r * (u64)A.vocab;
   const i32 flags = R.flags;   /* a register: the work-row stores could alias R */
@@ -554,13 +602,30 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   const int lse = flags & F_RAW_LSE, store = flags & F_WORK;
   float m = ms_neg_inf(), mr = ms_neg_inf(), sr = 0.0f;
   i32 am = 0x7fffffff, fl = 0;
+  /* F_KFAST: this thread's four largest finite keys so far, column
+     threadIdx.x of tk / ti, largest first, and the fifth: an element
+     below the fifth costs one comparison */
+  Top4 q;
+  if (tk) top4_init(tk, ti, &q);
+  else { q.k4 = q.k5 = MS_KEY_NEG_INF; q.f5 = ms_neg_inf(); }
   /* the lowest id of the max: a thread's ids need not rise (row_for) */
   if (!pw && !lse && !store) {
-    row_for<4>(raw, beg, end, [&](i32 i, float x) {
-      if (!(x <= ms_pos_inf())) fl |= 1;   /* NaN */
-      else if (x == ms_pos_inf()) fl |= 2;
-      if (x > m || (x == m && i < am)) { m = x; am = i; }
-    });
+    if (tk) {
+      /* two loads in flight, not four: the lists' registers (at four the
+         loop spilled its pointers every iteration) */
+      row_for<2>(raw, beg, end, [&](i32 i, float x) {
+        if (!(x <= ms_pos_inf())) fl |= 1;   /* NaN */
+        else if (x == ms_pos_inf()) fl |= 2;
+        if (x > m || (x == m && i < am)) { m = x; am = i; }
+        if (x >= q.f5) top4_put(tk, ti, x, i, &q);
+      });
+    } else {
+      row_for<4>(raw, beg, end, [&](i32 i, float x) {
+        if (!(x <= ms_pos_inf())) fl |= 1;   /* NaN */
+        else if (x == ms_pos_inf()) fl |= 2;
+        if (x > m || (x == m && i < am)) { m = x; am = i; }
+      });
+    }
   } else {
     /* masks, bias, penalties (a call per element) or the raw log-sum-exp.
        As the CPU: +Inf counts where it survives the masks (a processed
@@ -578,9 +643,10 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
       else if (l == ms_pos_inf()) fl |= 2;
       if (store) work[i] = l;
       if (l > m || (l == m && i < am)) { m = l; am = i; }
+      if (tk && l >= q.f5) top4_put(tk, ti, l, i, &q);
     });
   }
-  if (tmax) { tmax[threadIdx.x] = fkey(m); __threadfence(); }   /* (before the arrival that announces it) */
+  if (tk) tk[MS_TOP4 * MS_ST + threadIdx.x] = q.k5;
   Part p;
   p.m = bmax_f(m);
   p.am = bmin_i(m == p.m ? am : 0x7fffffff);
@@ -638,10 +704,6 @@ __device__ __forceinline__ i32 part_status(const Part &p) {
    chunks by the same formula. */
 __device__ __forceinline__ i32 tile_e(i32 V) { return 8 * max(1, (V + 256 * MS_MAXT - 1) / (256 * MS_MAXT)); }
 
-/* The float of a key (fkey's inverse; the key of 0 gives +0). */
-__device__ __forceinline__ float unkey(u32 k) {
-  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
-}
 
 /* Whether id i with key k is kept: above the threshold, or on it up to
    the cut (cut = 0x7fffffff unless an SGLang cut falls inside a tie). */
@@ -1135,17 +1197,268 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 }
 #endif
 
+/* ---- top_k on candidates (resolve_cands here, gather_cands with the passes) -- */
+
+/* Finishes the selection of a top_k row on its candidates: the n <=
+   MS_CAND keys >= lower that hold the k largest (all of them when n <= k)
+   in ck / cid, in any order (shared arrays; cw: shared scratch; every
+   thread of a block of at least MS_RC_T threads calls). top_k, then top_p
+   on its survivors, then HF's min_p (t_minp), by the rules of the radix
+   path; then the draw with u among the kept in id order. Returns theta
+   (the kept set is every key >= theta in the row); *Z, *nkept and *token
+   (-1 when nothing has weight) in thread 0. The candidates are put in a
+   canonical order first (key descending, id ascending), so the sums and
+   the token do not depend on the order they were gathered in; then
+   thread t < MS_RC_T takes positions 4t .. 4t + 3 and the others add
+   nothing, so the double sums are the same bits in ms_k_row (1024
+   threads) and in a pass's last block (256): a row's draw does not
+   depend on where it finished. */
+#define MS_RC_T 256
+#define MS_RC_PER (MS_CAND / MS_RC_T)
+__device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 *cid, double *cw, const Row &R,
+                                          u32 lower, u32 t_minp, float M, float S, double u,
+                                          double *Z_out, i32 *nkept_out, i32 *token_out) {
+  const i32 t = (i32)threadIdx.x, nt = (i32)blockDim.x;
+  /* the canonical order: each candidate's rank (exact, by any threads) */
+  u32 kr[MS_RC_PER];
+  i32 ir[MS_RC_PER], pr[MS_RC_PER];
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) {
+    const i32 c = t + j * nt;
+    pr[j] = -1; kr[j] = 0u; ir[j] = 0;
+    if (c < n) {
+      kr[j] = ck[c]; ir[j] = cid[c];
+      i32 pos = 0;
+      for (i32 q = 0; q < n; q++) { const u32 kq = ck[q]; pos += (kq > kr[j] || (kq == kr[j] && cid[q] < ir[j])) ? 1 : 0; }
+      pr[j] = pos;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) if (pr[j] >= 0) { ck[pr[j]] = kr[j]; cid[pr[j]] = ir[j]; }
+  __syncthreads();
+  /* positions 4t .. 4t + 3, largest first */
+  u32 k4[MS_RC_PER];
+  i32 id4[MS_RC_PER];
+  double w4[MS_RC_PER];
+  bool mine[MS_RC_PER];
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) {
+    const i32 q = MS_RC_PER * t + j;
+    mine[j] = t < MS_RC_T && q < n;
+    k4[j] = mine[j] ? ck[q] : 0u;
+    id4[j] = mine[j] ? cid[q] : 0x7fffffff;
+    w4[j] = mine[j] ? (double)wgt(src[id4[j]], M, S) : 0.0;
+  }
+  u32 th = lower;
+  /* the k-th largest; with n <= k every candidate stays, and the smallest
+     is the threshold (the row's other keys are below the candidates) */
+  if (R.top_k > 0 && n > 0) th = max(th, ck[min(n, R.top_k) - 1]);
+  if (R.top_p < 1.0f) {
+    /* a value stays iff the mass strictly above it (the prefix at the
+       first entry of its key) is < p * the top_k survivors' mass */
+    double loc[MS_RC_PER], acc = 0.0;
+#pragma unroll
+    for (int j = 0; j < MS_RC_PER; j++) { loc[j] = acc; acc += (mine[j] && k4[j] >= th) ? w4[j] : 0.0; }
+    double z1;
+    const double base = bscan_excl(acc, &z1);
+#pragma unroll
+    for (int j = 0; j < MS_RC_PER; j++) if (mine[j]) cw[MS_RC_PER * t + j] = base + loc[j];
+    __syncthreads();
+    u32 tl = 0xffffffffu;
+#pragma unroll
+    for (int j = 0; j < MS_RC_PER; j++) {
+      if (!mine[j]) continue;
+      i32 lo = 0, hi = MS_RC_PER * t + j;
+      while (lo < hi) { const i32 mid = (lo + hi) >> 1; if (ck[mid] > k4[j]) lo = mid + 1; else hi = mid; }
+      if (k4[j] >= th && w4[j] > 0.0 && cw[lo] < (double)R.top_p * z1) tl = min(tl, k4[j]);
+    }
+    u32 tp = bmin_u(tl);
+    if (tp == 0xffffffffu) tp = ck[0];   /* nothing qualifies (rounding): the largest value */
+    th = max(th, tp);
+  }
+  if (R.flags & F_HF) th = max(th, t_minp);
+  u32 cnt = 0u;
+  double zl = 0.0;
+  bool kept[MS_RC_PER];
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) {
+    kept[j] = mine[j] && k4[j] >= th;
+    cnt += kept[j] ? 1u : 0u;
+    zl += kept[j] ? w4[j] : 0.0;
+  }
+  const i32 nk = (i32)bsum_u(cnt);
+  const double Z = bsum_d(zl);
+  /* the draw: the first kept id whose running weight exceeds u * Z; the
+     kept weights put in id order first */
+  i32 ip[MS_RC_PER];
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) {
+    ip[j] = -1;
+    if (kept[j]) {
+      i32 pos = 0;
+      for (i32 q = 0; q < n; q++) pos += (ck[q] >= th && cid[q] < id4[j]) ? 1 : 0;
+      ip[j] = pos;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) if (ip[j] >= 0) { cw[ip[j]] = w4[j]; cid[ip[j]] = id4[j]; }
+  __syncthreads();
+  double v4[MS_RC_PER], run[MS_RC_PER], acc2 = 0.0;
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) {
+    const i32 q = MS_RC_PER * t + j;
+    v4[j] = t < MS_RC_T && q < nk ? cw[q] : 0.0;
+    run[j] = acc2;
+    acc2 += v4[j];
+  }
+  double tot;
+  const double base2 = bscan_excl(acc2, &tot);
+  i32 first = 0x7fffffff, lastp = -1;
+#pragma unroll
+  for (int j = 0; j < MS_RC_PER; j++) {
+    const i32 q = MS_RC_PER * t + j;
+    if (!(v4[j] > 0.0)) continue;
+    if (first == 0x7fffffff && (base2 + run[j]) + v4[j] > u * Z) first = q;
+    lastp = q;
+  }
+  first = bmin_i(first);
+  lastp = bmax_i(lastp);
+  if (t == 0) {
+    *Z_out = Z;
+    *nkept_out = nk;
+    *token_out = first != 0x7fffffff ? cid[first] : lastp >= 0 ? cid[lastp] : -1;
+  }
+  __syncthreads();
+  return th;
+}
+
+/* Scalars of end_cands in shared memory. */
+struct CandSh { double z; i32 nk, token; };
+/* The end of an F_END top_k row on its candidates (Q->ck / Q->cid, keys
+   >= the bound that hold its k largest) in the last block of the pass
+   that gathered them (ms_k_stats, P_KCAND, P_CAND): resolve_cands, then
+   the row's result; ms_k_row is not needed. sk, si, sw: shared room for
+   MS_CAND keys, ids and doubles. Every thread calls. */
+__device__ void end_cands(const Args &A, const Row &R, i32 r, Sel *Q, const float *src, float M, float S, u32 *sk, i32 *si,
+                          double *sw, CandSh *sc) {
+  const i32 n = (i32)min(__ldcg(&Q->ncand), (u32)MS_CAND);
+  for (i32 j = threadIdx.x; j < n; j += blockDim.x) { sk[j] = __ldcg(&Q->ck[j]); si[j] = __ldcg(&Q->cid[j]); }
+  __syncthreads();
+  const u64 pos = row_pos(A, R);
+  resolve_cands(src, n, sk, si, sw, R, sel_lower(R, Q), Q->t_minp, M, S, ms_uniform_dev(R.seed, pos, 0u), &sc->z, &sc->nk,
+                &sc->token);
+  if (threadIdx.x == 0) put_result(A, R, r, sc->token, sc->token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
+}
+
 /* F_KFAST (top_k by candidates from the statistics) is compiled in unless
    -DMS_KFAST=0 (to compare: tools/gpu_ab.sh). Its k is at most
-   MS_KFAST_MAX (ms__cuda_pack) and half the threads' maxima. */
+   MS_KFAST_MAX (ms__cuda_pack). */
 #ifndef MS_KFAST
 #define MS_KFAST 1
 #endif
 #define MS_KFAST_MAX 256
 #define MS_KTH_BINS 256   /* kth_key's digits: 8 bits */
-__device__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist);
+#define MS_KSLOTS 4096    /* F_KFAST's lists in Sel.hist (keys) and Sel.tsum (ids): 4096 / G words a block */
+template <class K> __device__ u32 kth_key(const K keys, i32 n, u32 k, u32 *hist);
+/* kth_key's keys: a block's lists in shared memory, and a row's lists
+   in its Sel (written by other blocks: read from L2), slot s of
+   `slot` words holding its block's bound at 0, then nb[s] keys (the rest
+   read as 0, below every key of a logit). */
+struct KeysShared {
+  const u32 *p;
+  __device__ u32 operator()(i32 i) const { return p[i]; }
+};
+struct KeysSlots {
+  const u32 *p;
+  const i32 *nb;
+  i32 slot;
+  __device__ u32 operator()(i32 i) const {
+    const i32 s = i / slot, j = i - s * slot;
+    return j >= 1 && j <= nb[s] ? __ldcg(p + i) : 0u;
+  }
+};
 
 #if MS_IN_UNIT(2)
+/* F_KFAST, in each block of ms_k_stats after the read: the keys of the
+   block's lists (tk / ti) that may be among the row's k largest, into its
+   slot of the row's Sel (slot words from c * slot of Sel.hist, ids at the
+   same places of Sel.tsum): at most slot - 1 of them, the largest
+   min(k, slot - 1) with their ties as room allows. Word 0 of the slot gets
+   the block's bound: the largest key it left out (a thread's fifth, or a
+   list key not written), the key of -inf when none. Returns how many it
+   wrote. */
+__device__ __noinline__ i32 kfast_block(const u32 *tk, const i32 *ti, u32 *keys, i32 *ids, i32 slot, u32 k, u32 *hist,
+                                        u32 *s_n) {
+  const i32 tid = (i32)threadIdx.x, cap = slot - 1;
+  const u32 kb = min(k, (u32)cap);
+  const u32 kth = kth_key(KeysShared{tk}, MS_TOP4 * MS_ST, kb, hist);
+  if (tid == 0) *s_n = 0u;
+  __syncthreads();
+  /* fewer than kb real keys: kth is -inf's, and every real key is written */
+  u32 left = tk[MS_TOP4 * MS_ST + tid];   /* what the thread dropped */
+#pragma unroll
+  for (int j = 0; j < MS_TOP4; j++) {
+    const u32 key = tk[j * MS_ST + tid];
+    if (key > kth) {   /* fewer than kb: they all fit */
+      const u32 at = atomicAdd(s_n, 1u);
+      keys[1 + at] = key; ids[1 + at] = ti[j * MS_ST + tid];
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < MS_TOP4; j++) {
+    const u32 key = tk[j * MS_ST + tid];
+    if (key == kth && key > MS_KEY_NEG_INF) {
+      const u32 at = atomicAdd(s_n, 1u);
+      if (at < (u32)cap) { keys[1 + at] = key; ids[1 + at] = ti[j * MS_ST + tid]; }
+      else left = max(left, key);
+    } else if (key < kth && key > MS_KEY_NEG_INF) left = max(left, key);
+  }
+  __threadfence();   /* the slot before the arrival that announces it */
+  left = bmax_u(left);
+  if (tid == 0) keys[0] = left;
+  return (i32)min(*s_n, (u32)cap);
+}
+
+/* F_KFAST, in the row's last block of ms_k_stats: the k-th largest key of
+   the lists (kth_key over the slots), the bound edge = max(it, lower), and
+   whether the lists hold every key >= edge of the row (every block's
+   bound below edge). Then: the keys >= edge listed in Q->ck / Q->cid
+   (cand 3: ms_k_row resolves them, no pass reads the row again), or, with
+   more than MS_CAND of them, the counting passes (a crowd of ties); if the
+   lists may miss some, P_KCAND gathers the keys >= edge from the row
+   (cand 2: edge is at most the row's k-th largest, the lists being some of
+   its elements). nb: the slots' counts (shared). */
+__device__ __noinline__ void kfast_row(Sel *Q, const Row &R, i32 G, const i32 *nb, u32 *hist, u32 *s_n) {
+  const i32 tid = (i32)threadIdx.x, slot = MS_KSLOTS / G;
+  const u32 *keys = (const u32 *)Q->hist;
+  const i32 *ids = (const i32 *)Q->tsum;
+  u32 kth = kth_key(KeysSlots{keys, nb, slot}, G * slot, (u32)R.top_k, hist);
+  const u32 edge = max(max(kth, sel_lower(R, Q)), MS_KEY_NEG_INF + 1u);
+  u32 left = MS_KEY_NEG_INF;
+  for (i32 b = 0; b < G; b++) left = max(left, __ldcg(keys + b * slot));
+  if (tid == 0) *s_n = 0u;
+  __syncthreads();
+  if (left >= edge) {
+    /* the lists may miss keys >= edge: P_KCAND reads the row (kth 0: fewer
+       than k keys listed, no bound; the counting passes) */
+    if (tid == 0 && kth > MS_KEY_NEG_INF) { Q->cand = 2; Q->cedge = edge; Q->cdone = 1; }
+    return;
+  }
+  for (i32 i = tid; i < G * slot; i += (i32)blockDim.x) {
+    const i32 b = i / slot, j = i - b * slot;
+    if (j < 1 || j > nb[b]) continue;
+    const u32 key = __ldcg(keys + i);
+    if (key < edge) continue;
+    const u32 at = atomicAdd(s_n, 1u);
+    if (at < (u32)MS_CAND) { Q->ck[at] = key; Q->cid[at] = __ldcg(ids + i); }
+  }
+  __syncthreads();
+  if (tid == 0 && *s_n <= (u32)MS_CAND) { Q->cand = 3; Q->ncand = *s_n; Q->cdone = 1; }
+}
+
 /* Block (r, c) computes the statistics of chunk c of row r; the last
    block of the row to finish combines the n_parts partials into the
    row's Sel, readies it for ms_k_pass and writes the result of a greedy
@@ -1161,7 +1474,14 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
      it to local memory first (24 stores a thread, 37 MB a batch of 256
      x 3 blocks); one copy in shared memory serves the block */
   __shared__ Args sA;
-  __shared__ u32 s_kth[MS_KTH_BINS];   /* (F_KFAST: kth_key's histogram) */
+  /* F_KFAST: the threads' lists, kth_key's histogram, the slots' counts */
+  __shared__ u32 s_tk[(MS_TOP4 + 1) * MS_ST];   /* (row MS_TOP4: the threads' fifths) */
+  __shared__ i32 s_ti[MS_TOP4 * MS_ST];
+  __shared__ u32 s_kth[MS_KTH_BINS];
+  __shared__ i32 s_nb[32];
+  __shared__ u32 s_n;
+  __shared__ double s_w[MS_CAND];   /* (an F_END row's end_cands, with s_tk and s_ti) */
+  __shared__ CandSh s_c;
   const i32 r = blockIdx.x, c = blockIdx.y;
   if (threadIdx.x == 0) sA = A_;
   row_to_shared(&sR, A_, r);
@@ -1172,10 +1492,12 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   if (R.status != 0) return;
   i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
   if (beg > end) beg = end;
-  /* F_KFAST: the threads' maxima, G x 256 keys in Sel.hist and Sel.tsum
-     (scratch until the last block clears hist) */
-  const int kfast = MS_KFAST && (R.flags & F_KFAST) && R.top_k <= A.n_parts * (i32)blockDim.x / 2;
-  Part p = row_stats(A, R, r, beg, end, kfast ? (u32 *)Q->hist + c * (i32)blockDim.x : (u32 *)0);
+  const int kfast = MS_KFAST && (R.flags & F_KFAST) && R.top_k <= MS_KFAST_MAX;
+  const i32 slot = MS_KSLOTS / A.n_parts;
+  Part p = row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
+  /* F_KFAST: the block's candidates into its slot of Sel.hist / Sel.tsum
+     (scratch until the last block clears hist), their count in p.pad */
+  if (kfast) p.pad = kfast_block(s_tk, s_ti, (u32 *)Q->hist + c * slot, (i32 *)Q->tsum + c * slot, slot, (u32)R.top_k, s_kth, &s_n);
   Part *pp = (Part *)A.parts + (u64)r * (u64)A.n_parts;
   if (threadIdx.x == 0) {
     pp[c] = p;
@@ -1203,16 +1525,15 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     if ((R.flags & F_END) && (greedy || st)) put_result(A, R, r, greedy ? t.am : -1, st, 0.0f, 0, 0, greedy && !st, row_pos(A, R), 1);
   }
   if (kfast && !part_status(t)) {
-    /* top_k's candidates without its counting pass: at least k elements
-       are >= the k-th largest of the threads' maxima (each is an element,
-       and k of them are >= it), so the keys >= that bound (and >= lower)
-       hold the k largest, about k of them for a smooth row. P_KCAND
-       gathers them; more than MS_CAND (a crowd of ties) and the counting
-       passes take the row. */
-    __syncthreads();   /* (thread 0's t_minp) */
-    const u32 kth = kth_key((const u32 *)Q->hist, A.n_parts * (i32)blockDim.x, (u32)R.top_k, s_kth);
-    if (threadIdx.x == 0 && kth > MS_KEY_NEG_INF) { Q->cand = 2; Q->cedge = max(kth, sel_lower(R, Q)); Q->cdone = 1; }
-    __syncthreads();   /* every thread is done with the maxima */
+    /* top_k's candidates without a counting pass, mostly without any
+       pass: the row's k largest are among the blocks' lists unless one
+       thread held five of them (or a block more than its slot) */
+    if ((i32)threadIdx.x < A.n_parts) s_nb[threadIdx.x] = *(const volatile i32 *)&pp[threadIdx.x].pad;
+    __syncthreads();   /* (and thread 0's t_minp) */
+    kfast_row(Q, R, A.n_parts, s_nb, s_kth, &s_n);
+    __syncthreads();   /* every thread is done with the lists (and sees Q->cand) */
+    /* an F_END row whose lists held its k largest ends here */
+    if ((R.flags & F_END) && *(volatile i32 *)&Q->cand == 3) end_cands(A, R, r, Q, row_src(A, R, r), t.m, R.inv_temp, s_tk, s_ti, s_w, &s_c);
   }
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
@@ -1273,12 +1594,12 @@ template <class T> __device__ i32 find_bin(const T *hist, i32 nb, T target, T *a
   return win;
 }
 
-/* The k-th largest of n keys in global memory (written by other blocks:
-   read from L2), by radix selection in the block, 8 bits a pass (hist:
-   MS_KTH_BINS words of shared memory: 1 KB in ms_k_stats, where 8 KB for
-   11-bit digits would take shared memory from the L1 cache of every row's
-   statistics). n >= k >= 1. Every thread calls. */
-__device__ __noinline__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist) {
+/* The k-th largest of the n keys keys(0 .. n-1), by radix selection in
+   the block, 8 bits a pass (hist: MS_KTH_BINS words of shared memory: 1 KB
+   in ms_k_stats, where 8 KB for 11-bit digits would take shared memory
+   from the L1 cache of every row's statistics). n >= k >= 1. Every thread
+   calls. */
+template <class K> __device__ __noinline__ u32 kth_key(const K keys, i32 n, u32 k, u32 *hist) {
   const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
   u32 prefix = 0u, pm = 0u, target = k;
 #pragma unroll 1
@@ -1288,7 +1609,7 @@ __device__ __noinline__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist) {
     for (i32 b = tid; b < nb; b += nt) hist[b] = 0u;
     __syncthreads();
     for (i32 i = tid; i < n; i += nt) {
-      const u32 key = __ldcg(keys + i);
+      const u32 key = keys(i);
       if ((key & pm) == prefix) atomicAdd(&hist[(key >> sh) & (u32)(nb - 1)], 1u);
     }
     __syncthreads();
@@ -1300,9 +1621,6 @@ __device__ __noinline__ u32 kth_key(const u32 *keys, i32 n, u32 k, u32 *hist) {
   }
   return prefix;
 }
-/* F_KFAST keeps G x 256 threads' maxima in Sel.hist and Sel.tsum (next
-   to each other), G <= 32. */
-static_assert(4 * 32 * MS_ST <= 8 * (MS_BINS + MS_MAXT), "F_KFAST's scratch: Sel.hist and Sel.tsum");
 
 /* The value of element i as a selection sees it: the row's finite logits
    (raw: NaN and +Inf, which a row can hold only where it masks them, count
@@ -1360,8 +1678,6 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
   return prefix;
 }
 
-/* ---- top_k on candidates ---------------------------------------------------- */
-
 /* Appends the ids in [beg, end) whose key is >= edge to ck / cid (the
    block's threads; *n counts them, in shared or global memory; at most
    MS_CAND are stored, which the caller's count of them guarantees). */
@@ -1373,80 +1689,6 @@ __device__ void gather_cands(const float *src, i32 beg, i32 end, u32 edge, u32 *
       if (pos < MS_CAND) { ck[pos] = key; cid[pos] = i; }
     }
   });
-}
-
-/* Finishes the selection of a top_k row on its candidates: the n <=
-   MS_CAND keys >= lower that hold the k largest (all of them when n <= k)
-   in ck / cid, in any order (shared arrays; cw: shared scratch; every
-   thread of the block calls, with at least n threads). top_k, then top_p
-   on its survivors, then HF's min_p (t_minp), by the rules of the radix
-   path; then the draw with u among the kept in id order. Returns theta
-   (the kept set is every key >= theta in the row); *Z, *nkept and *token
-   (-1 when nothing has weight) in thread 0. The candidates are put in a
-   canonical order first (key descending, id ascending), so the sums and
-   the token do not depend on the order they were gathered in. */
-__device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 *cid, double *cw, const Row &R,
-                                          u32 lower, u32 t_minp, float M, float S, double u,
-                                          double *Z_out, i32 *nkept_out, i32 *token_out) {
-  const i32 t = threadIdx.x;
-  const int mine = t < n;
-  u32 k = mine ? ck[t] : 0u;
-  i32 id = mine ? cid[t] : 0x7fffffff;
-  i32 pos = 0;
-  if (mine) for (i32 j = 0; j < n; j++) { u32 kj = ck[j]; pos += (kj > k || (kj == k && cid[j] < id)) ? 1 : 0; }
-  __syncthreads();
-  if (mine) { ck[pos] = k; cid[pos] = id; }
-  __syncthreads();
-  /* thread t now holds the t-th largest */
-  k = mine ? ck[t] : 0u;
-  id = mine ? cid[t] : 0x7fffffff;
-  const double w = mine ? (double)wgt(src[id], M, S) : 0.0;
-  u32 th = lower;
-  /* the k-th largest; with n <= k every candidate stays, and the smallest
-     is the threshold (the row's other keys are below the candidates) */
-  if (R.top_k > 0 && n > 0) th = max(th, ck[min(n, R.top_k) - 1]);
-  if (R.top_p < 1.0f) {
-    /* a value stays iff the mass strictly above it (the prefix at the
-       first entry of its key) is < p * the top_k survivors' mass */
-    const int in1 = mine && k >= th;
-    double z1;
-    const double ex = bscan_excl(in1 ? w : 0.0, &z1);
-    if (mine) cw[t] = ex;
-    __syncthreads();
-    double above = 0.0;
-    if (mine) {
-      i32 lo = 0, hi = t;
-      while (lo < hi) { i32 mid = (lo + hi) >> 1; if (ck[mid] > k) lo = mid + 1; else hi = mid; }
-      above = cw[lo];
-    }
-    const int keep = in1 && w > 0.0 && above < (double)R.top_p * z1;
-    u32 tp = bmin_u(keep ? k : 0xffffffffu);
-    if (tp == 0xffffffffu) tp = ck[0];   /* nothing qualifies (rounding): the largest value */
-    th = max(th, tp);
-  }
-  if (R.flags & F_HF) th = max(th, t_minp);
-  const int kept = mine && k >= th;
-  const i32 nk = (i32)bsum_u(kept ? 1u : 0u);
-  const double Z = bsum_d(kept ? w : 0.0);
-  /* the draw: the first kept id whose running weight exceeds u * Z */
-  i32 ipos = 0;
-  if (kept) for (i32 j = 0; j < n; j++) ipos += (ck[j] >= th && cid[j] < id) ? 1 : 0;
-  __syncthreads();
-  if (kept) { cw[ipos] = w; cid[ipos] = id; }
-  __syncthreads();
-  const double v = t < nk ? cw[t] : 0.0;
-  double tot;
-  const double run = bscan_excl(v, &tot);
-  const int pos_w = t < nk && v > 0.0;
-  const i32 first = bmin_i(pos_w && run + v > u * Z ? t : 0x7fffffff);
-  const i32 lastp = bmax_i(pos_w ? t : -1);
-  if (t == 0) {
-    *Z_out = Z;
-    *nkept_out = nk;
-    *token_out = first != 0x7fffffff ? cid[first] : lastp >= 0 ? cid[lastp] : -1;
-  }
-  __syncthreads();
-  return th;
 }
 
 /* The draw of a row that ends in a pass (F_END), by that pass's last
@@ -1826,7 +2068,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
   ms_pdl_start();
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; u32 n4[2 * MS_BINS]; } sh;
+  static_assert(2 * MS_BINS * 4 >= MS_CAND * 16, "ms_k_pass's scratch: end_cands's keys, ids and weights");
   __shared__ i32 s_last;
+  __shared__ CandSh s_c;
   __shared__ Row sR;
   const i32 r = blockIdx.x, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
@@ -1843,16 +2087,21 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     /* (llama.cpp rows gather in ms_k_row) */
     if (greedy || Q->cand != (pass == P_CAND ? 1 : 2) || (R.flags & F_LLAMA)) return;
     gather_cands(src, beg, end, Q->cedge, &Q->ncand, Q->ck, Q->cid);
-    if (pass == P_CAND) return;
-    /* P_KCAND: the last block checks that the list held them all */
+    if (pass == P_CAND && !(R.flags & F_END)) return;   /* (ms_k_row resolves them) */
+    /* the last block: P_KCAND checks that the list held them all, and an
+       F_END row ends on them */
     __threadfence();
     __syncthreads();
     if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
     __syncthreads();
-    if (s_last && tid == 0) {
+    if (!s_last) return;
+    if (tid == 0) {
       Q->arrived = 0;
-      if (*(volatile u32 *)&Q->ncand > (u32)MS_CAND) { Q->cand = 0; Q->cdone = 0; Q->ncand = 0u; }   /* the counting passes */
+      if (pass == P_KCAND && *(volatile u32 *)&Q->ncand > (u32)MS_CAND) { Q->cand = 0; Q->cdone = 0; Q->ncand = 0u; }   /* the counting passes */
     }
+    __syncthreads();
+    if ((R.flags & F_END) && *(volatile i32 *)&Q->cand)
+      end_cands(A, R, r, Q, src, M, S, sh.n4, (i32 *)sh.n4 + MS_CAND, (double *)(sh.n4 + 2 * MS_CAND), &s_c);
     return;
   }
 
