@@ -55,7 +55,7 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 10);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums */
+  CHECK(info.n_kernels == 11);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums, tail */
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
@@ -65,6 +65,8 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
   /* the draw's pass has a program of its own, apart from the radix passes' */
   CHECK(info.n_kernels > 9 && !strcmp(info.kernel[9], "ms_k_sums") && info.kernel_program[9] != info.kernel_program[2]);
+  /* a small top_k's rows end in the small program (fast compile) */
+  CHECK(info.n_kernels > 10 && !strcmp(info.kernel[10], "ms_k_tail") && info.kernel_program[10] == info.kernel_program[0]);
   /* the bins' variant holds more code than the default (the same sm) */
   {
     static unsigned long default_size[200];
@@ -1644,6 +1646,85 @@ static void test_gpu_topk_fast_route(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* ---- a batch of small top_k rows launches no pass ------------------------------
+   Rows with top_k <= 256 (F_KFAST) never go through the passes: the
+   statistics' lists give their candidates, and ms_k_tail (one block a
+   row) ends them, or first does what the lists left, by the passes'
+   rules; a batch of such rows launches no pass. Rows of each kind: plain,
+   with top_p and min_p (vLLM, HF), eight of the largest in thread 0's
+   first groups (the lists fall short: the tail gathers above their
+   bound), 1000 ties at the top (the same, with a tie of 1000
+   candidates), 3000 ties (more than the candidates hold: the tail's count
+   radix, top_p by masses and its own tile sums: Sel.sums_done, the last
+   word, is 1 for that row only), fewer allowed ids than k, processed
+   logprobs (ms_k_row finishes it), a greedy row and k = 256; split over
+   1, 2 and 32 blocks. Every row equals the CPU, with and without the
+   pass launches (MYSAMPLE_CUDA_NOPASS=0: launched, finding nothing to
+   do), with the same tokens. */
+static void test_gpu_kfast_nopass(void) {
+  enum { R = 10, V = 12000 };
+  static float logits[R * V], probs[2][R * V], cprobs[V];
+  static ms_logprob top[2][R * 5], ctop[5];
+  static int32_t allowed[12];
+  static const int32_t splits[] = { 1, 2, 32 };
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[2][R], sums_done;
+  ms_cuda_out out[2][R];
+  int r, j, si, mode, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  for (r = 0; r < R; r++) {
+    float *x = logits + (size_t)r * V;
+    ps[r] = ms_params_default();
+    ps[r].top_k = 50;
+    ps[r].seed = 1300u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(x, V, 1.0f + 0.5f * (float)(r % 3));
+    if (r == 1) { ps[r].top_p = 0.9f; ps[r].min_p = 0.05f; }
+    if (r == 2) { ps[r].profile = MS_PROFILE_HF; ps[r].top_k = 40; ps[r].top_p = 0.9f; ps[r].min_p = 0.05f; }
+    if (r == 3) for (j = 0; j < 8; j++) x[(j & 3) + 1024 * (j >> 2)] = 20.0f + (float)j;
+    if (r == 4) { for (j = 0; j < 1000; j++) x[(j * 7919) % V] = 9.0f; ps[r].top_p = 0.95f; }
+    if (r == 5) { for (j = 0; j < 3000; j++) x[(j * 7919) % V] = 9.0f; ps[r].top_p = 0.5f; }
+    if (r == 6) {
+      for (j = 0; j < 12; j++) allowed[j] = (j * 977 + 5) % V;
+      ps[r].allowed_ids = allowed; ps[r].n_allowed_ids = 12; ps[r].top_k = 20;
+    }
+    if (r == 7) { ps[r].logprobs = 5; ps[r].logprobs_mode = MS_LOGPROBS_PROCESSED; ps[r].temperature = 0.7f; ps[r].top_p = 0.8f; }
+    if (r == 8) ps[r].temperature = 0.0f;
+    if (r == 9) { ps[r].top_k = 256; ps[r].temperature = 1.3f; }
+    pp[r] = &ps[r];
+  }
+  for (si = 0; si < 3; si++) {
+    for (mode = 0; mode < 2; mode++) {
+      ms_cuda *cu;
+      t_dev g;
+      if (mode) setenv("MYSAMPLE_CUDA_NOPASS", "0", 1);
+      if (!t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_NOPASS"); return; }
+      unsetenv("MYSAMPLE_CUDA_NOPASS");
+      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[mode], tok[mode], out[mode], top[mode]);
+      for (r = 0; r < R; r++) {
+        const void *at = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 4));
+        CHECK(ms_cuda_download(cu, &sums_done, at, 4) == MS_OK);
+        CHECK_MSG(sums_done == (r == 5), "split %d %s row %d: sums_done %d", splits[si], mode ? "passes" : "no pass", r, sums_done);
+      }
+      t_dev_free(cu, &g);
+      ms_cuda_destroy(cu);
+    }
+    for (r = 0; r < R; r++) {
+      CHECK_MSG(tok[0][r] == tok[1][r], "split %d row %d: token %d without passes, %d with", splits[si], r, tok[0][r], tok[1][r]);
+      for (mode = 0; mode < 2; mode++) {
+        ms_output o;
+        ms_result crc;
+        double e;
+        if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs[mode] + (size_t)r * V, tok[mode][r], &out[mode][r],
+                          top[mode] + r * 5, 5, cprobs, ctop, &o, &crc, &e) && bad++ < 6)
+          printf("  split %d %s row %d: token %d / cpu %d, max |dp| %.3g\n", splits[si], mode ? "passes" : "no pass", r,
+                 tok[mode][r], o.token, e);
+      }
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+}
+
 /* ---- a grammar bitmask on a row smaller than max_vocab ----------------------
    The bitmask holds (vocab + 31) / 32 words; ms_k_mask read max_vocab's
    count of words from it, past the parameter blob when the bitmask was the
@@ -2783,6 +2864,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_topp_bins_route);
   RUN_GPU(test_gpu_topp_bins_large);
   RUN_GPU(test_gpu_topk_fast_route);
+  RUN_GPU(test_gpu_kfast_nopass);
   RUN_GPU(test_gpu_pdl_matches_plain);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);

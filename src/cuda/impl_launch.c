@@ -24,7 +24,7 @@
 #define MS__CUDA_F_LLAMA    262144 /* llama.cpp: exactly top_k, then its list stages in ms_k_row */
 #define MS__CUDA_F_SIGMA    2097152 /* llama.cpp: top-n-sigma on the whole row before top_k (ms_k_list) */
 #define MS__CUDA_F_BUDGET   4194304 /* the slot has a reasoning budget (ms_k_mask may force a token) */
-#define MS__CUDA_F_KFAST    8388608 /* top_k <= MS__CUDA_KFAST_MAX: candidates from the statistics (P_KCAND) */
+#define MS__CUDA_F_KFAST    8388608 /* top_k <= MS__CUDA_KFAST_MAX: candidates from the statistics' lists (ms_k_tail) */
 #define MS__CUDA_KFAST_MAX  256     /* MS_KFAST_MAX in kernels.cu */
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
@@ -42,7 +42,6 @@
 #define MS__CUDA_P_PGATHER 9
 #define MS__CUDA_P_EPS 10      /* HF epsilon, then eta (ms_k_eps): before P_SUMS */
 #define MS__CUDA_P_ETA 11
-#define MS__CUDA_P_KCAND 12    /* F_KFAST rows' candidates, right after the statistics */
 
 /* What the rows of a batch need (ms__cuda_pack), so that launches no row
    needs are skipped. */
@@ -54,7 +53,8 @@
 #define MS__CUDA_N_TIES 32   /* an SGLang row with top_k or top_p: its cut may fall inside a tie */
 #define MS__CUDA_N_LIST 64   /* a llama.cpp row: ms_k_list runs its chain */
 #define MS__CUDA_N_EPS 128   /* an HF row with epsilon or eta: P_EPS, P_ETA */
-#define MS__CUDA_N_KFAST 256 /* a row with F_KFAST: P_KCAND */
+#define MS__CUDA_N_KFAST 256 /* a row with F_KFAST: ms_k_tail */
+#define MS__CUDA_N_FULL 512  /* a row that needs the passes (not F_KFAST) */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -188,6 +188,7 @@ struct ms_cuda {
   uint32_t call_no;
   int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
   int pdl;                /* launches with programmatic stream serialization (ms__cuda_launch) */
+  int nopass;             /* no pass launch when no row needs one ($MYSAMPLE_CUDA_NOPASS = 0: launched, to compare) */
   int32_t extra_words;
   size_t blob_bytes;
   ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget, d_pcand;
@@ -375,6 +376,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
     cu->pdl = major >= 9 && d->launch_ex != NULL && d->driver_version(&drv) == MS__CUDA_SUCCESS && drv >= 12030;
     if (ms__cu_getenv("MYSAMPLE_CUDA_PDL") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PDL"), "0")) cu->pdl = 0;
   }
+  cu->nopass = !(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS"), "0"));
 
   /* kernels: caches, else NVRTC */
   memset(&co, 0, sizeof co);
@@ -689,13 +691,18 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       }
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
-    /* rows without logprobs end in a pass: greedy ones in ms_k_stats,
-       top_k rows on their candidates in the last block of the pass that
-       gathered them (ms_k_stats from its lists, P_KCAND, P_CAND), the
-       others in P_SUMS */
-    if (ends_ok && R->logprobs < 0 && !(flags & MS__CUDA_F_LLAMA))
+    /* rows without logprobs end before ms_k_row: greedy ones in
+       ms_k_stats, a small top_k's in ms_k_tail, the others without top_k
+       in P_SUMS (a larger top_k's resolve on their candidates in
+       ms_k_row; SGLang's never do) */
+    if (ends_ok && R->logprobs < 0 && !(flags & MS__CUDA_F_LLAMA) &&
+        ((flags & (MS__CUDA_F_GREEDY | MS__CUDA_F_JOINT | MS__CUDA_F_KFAST)) || R->top_k <= 0))
       flags |= MS__CUDA_F_END;
     else *needs |= MS__CUDA_N_ROW;
+    /* rows the passes read (a small top_k's are ms_k_tail's; a greedy
+       row's processed logprobs need the tile sums) */
+    if ((flags & MS__CUDA_F_LLAMA) || ((flags & MS__CUDA_F_GREEDY) ? (flags & MS__CUDA_F_LP_PROC) != 0 : !(flags & MS__CUDA_F_KFAST)))
+      *needs |= MS__CUDA_N_FULL;
     R->flags = flags;
   }
   return used * 4;
@@ -737,7 +744,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   const ms__cu_driver *d = &ms__cu_g.drv;
   ms__cuda_args A;
   ms_result rc = MS_OK, first_err;
-  int pushed = 0, needs = 0, s, pass;
+  int pushed = 0, needs = 0, nopass, s, pass;
   size_t bytes;
   int32_t G = 0, tile;
   if (!cu || !b || !b->params || !b->logits || (!b->tokens && !probs)) return MS_ERR_NULL_ARGUMENT;
@@ -807,15 +814,19 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   A.hist_cap = cu->hist_cap;
   A.budget = (uint64_t)cu->d_budget;
   A.pcand = (uint64_t)cu->d_pcand;
+  /* every sampled row a small top_k's (ms_k_tail's): none of the dozen
+     pass launches would find anything to do */
+  nopass = cu->nopass && !(needs & MS__CUDA_N_FULL);
+  if (nopass) needs &= MS__CUDA_N_MASK | MS__CUDA_N_ROW | MS__CUDA_N_KFAST;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu, cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   /* the statistics, then each full-row pass some row needs, in the
      pipeline's order (A is copied at every launch) */
   if ((rc = ms__cuda_launch(cu, cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
-  A.pass = MS__CUDA_P_KCAND;
+  /* a small top_k's rows: their ends, and what their lists left */
   if ((needs & MS__CUDA_N_KFAST) &&
-      (rc = ms__cuda_launch(cu, cu->fn[MS__K_PASS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_TAIL], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   for (pass = MS__CUDA_P_COUNT; pass <= MS__CUDA_P_SUMS; pass++) {
     int need = pass < MS__CUDA_P_MASS ? MS__CUDA_N_TOPK
              : pass < MS__CUDA_P_SUMS ? MS__CUDA_N_TOPP : MS__CUDA_N_SUMS;

@@ -13,11 +13,14 @@
                                candidates); the last block of a row to
                                finish combines the partials into the row's
                                Sel state
+     ms_k_tail   grid B        rows with a small top_k (F_KFAST): the
+                               end of an F_END row on the candidates the
+                               statistics' lists gave, and the rare rows
+                               whose lists fell short, by the passes'
+                               rules, one block a row
      ms_k_pass   grid B x G    one launch per full-row pass of the
-     ms_k_sums                 selection (ms_k_pass: a small top_k's
-                               candidates above the statistics' bound
-                               when its lists fell short (P_KCAND),
-                               else 3 radix passes of top_k
+     ms_k_sums                 selection, for the other rows (ms_k_pass:
+                               3 radix passes of top_k
                                or its candidates; 3 of top_p;
                                ms_k_sums: the draw's tile sums; min_p
                                needs no pass);
@@ -32,11 +35,10 @@
                                passes (top_k's candidates, the draw inside
                                one tile, logprobs, probs) and the
                                device-side sequence update.
-   A row without logprobs (F_END) ends in a pass instead: a greedy one in
-   ms_k_stats, a top_k one in the last block of the pass that gathered its
-   candidates (ms_k_stats from its lists, P_KCAND, P_CAND), the others in
+   A row without logprobs (F_END) ends before ms_k_row: a greedy one in
+   ms_k_stats, a small top_k's in ms_k_tail, the others without top_k in
    P_SUMS's last block (ms_k_sums); ms_k_row skips it, and is not launched
-   when every row ended so.
+   when every row ended so (nor are the passes when no row needs them).
    (No kernel holds the whole pipeline: NVRTC compiles the kernels in
    parallel, and the largest bounds a cold compile.)
    Every filter keeps an upper set of values, so the kept set of a row is
@@ -77,8 +79,7 @@ typedef unsigned long long u64;
 #define F_ALLOWED  512
 #define F_MINTOK   1024
 #define F_RAW_LSE  2048
-#define F_END      4096   /* a row ending in a pass: ms_k_stats (greedy; top_k on its lists), P_KCAND or P_CAND (top_k
-                             on candidates) or P_SUMS's last block */
+#define F_END      4096   /* a row ending before ms_k_row: ms_k_stats (greedy), ms_k_tail (F_KFAST), P_SUMS's last block */
 #define F_TOPP_BINS 16384 /* top_p's threshold by bins (P_PBIN, P_PGATHER; ms_cuda_desc.topp), the radix passes its fallback */
 #define F_JOINT    8192   /* SGLang: penalties (output only) before the bias; top_k, top_p and min_p cut
                              the whole row's distribution; ties at a cut are cut by position (id order) */
@@ -91,7 +92,7 @@ typedef unsigned long long u64;
                              stages (Row.ll_*) in ms_k_row; the draw walks the list in its order */
 #define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
 #define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
-#define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates from the statistics' lists (or P_KCAND) */
+#define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates from the statistics' lists (ms_k_tail, no pass) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -150,7 +151,6 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 #define P_PGATHER 9 /* ... and the tile sums with the threshold's bin listed */
 #define P_EPS   10  /* HF epsilon: the kept mass, then the cut (before P_SUMS) ... */
 #define P_ETA   11  /* ... and eta: the kept mass and entropy, then the cut */
-#define P_KCAND 12  /* F_KFAST: top_k's candidates above the lists' bound when the lists fell short (before P_COUNT) */
 
 /* The selection state of a row in global memory (ms_k_stats's last
    block initialises it, ms_k_pass's last blocks advance it, ms_k_row reads
@@ -165,7 +165,7 @@ struct Sel {
   u32 prefix, pm;         /* ... whose bits under pm equal prefix */
   u32 tk, tp;             /* top_k's and top_p's threshold keys */
   i32 cdone, pdone;       /* top_k / top_p decided (early when few keys qualify) */
-  i32 cand;               /* top_k resolves on candidates: keys >= cedge (1; 2: P_KCAND gathers them; 3: the statistics' lists held them) ... */
+  i32 cand;               /* top_k resolves on candidates: keys >= cedge (1; 2: ms_k_tail gathers them; 3: the statistics' lists held them) ... */
   u32 cedge;
   u32 ncand;              /* ... gathered by P_CAND into ck / cid */
   u32 kkeep;              /* F_JOINT: how many ties at tk top_k keeps (0xffffffff: all) */
@@ -567,16 +567,19 @@ __device__ __forceinline__ void top4_init(u32 *tk, i32 *ti, Top4 *q) {
   q->k4 = q->k5 = MS_KEY_NEG_INF;
   q->f5 = ms_neg_inf();
 }
-/* Element i with logit l >= q->f5: placed by key after equal keys (ties
+/* Element i with logit l >= q.f5: placed by key after equal keys (ties
    keep the first seen), the fourth falling to fifth; or, at most the
    fourth's key, the new fifth. -inf and keys equal to the fifth's are not
-   taken (the fifth bounds them). */
-__device__ __forceinline__ void top4_put(u32 *tk, i32 *ti, float l, i32 i, Top4 *q) {
+   taken (the fifth bounds them). Returns the new state. A call, taken by
+   the elements at or above the fifth only: inlined, its eight copies in
+   the read loop made the loop's code a third larger, and by reference its
+   state went to local memory (a load an element). */
+__device__ __noinline__ Top4 top4_put(u32 *tk, i32 *ti, float l, i32 i, Top4 q) {
   const u32 key = fkey(l);
-  if (key <= q->k5) return;
-  if (key <= q->k4) { q->k5 = key; q->f5 = l; return; }
+  if (key <= q.k5) return q;
+  if (key <= q.k4) { q.k5 = key; q.f5 = l; return q; }
   const i32 t = (i32)threadIdx.x;
-  q->k5 = q->k4;
+  q.k5 = q.k4;
   i32 j = MS_TOP4 - 1;
   for (; j > 0 && key > tk[(j - 1) * MS_ST + t]; j--) {
     tk[j * MS_ST + t] = tk[(j - 1) * MS_ST + t];
@@ -584,8 +587,9 @@ __device__ __forceinline__ void top4_put(u32 *tk, i32 *ti, float l, i32 i, Top4 
   }
   tk[j * MS_ST + t] = key;
   ti[j * MS_ST + t] = i;
-  q->k4 = tk[(MS_TOP4 - 1) * MS_ST + t];
-  q->f5 = unkey(q->k5);
+  q.k4 = tk[(MS_TOP4 - 1) * MS_ST + t];
+  q.f5 = unkey(q.k5);
+  return q;
 }
 
 /* Statistics of elements [beg, end) of row r by the whole block: the max of
@@ -610,20 +614,20 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   else { q.k4 = q.k5 = MS_KEY_NEG_INF; q.f5 = ms_neg_inf(); }
   /* the lowest id of the max: a thread's ids need not rise (row_for) */
   if (!pw && !lse && !store) {
+    /* each test a compare and a branch rarely taken: NaN or +Inf (not
+       below +Inf: 1 for NaN, 2 for +Inf), a new max or its tie */
     if (tk) {
       /* two loads in flight, not four: the lists' registers (at four the
          loop spilled its pointers every iteration) */
       row_for<2>(raw, beg, end, [&](i32 i, float x) {
-        if (!(x <= ms_pos_inf())) fl |= 1;   /* NaN */
-        else if (x == ms_pos_inf()) fl |= 2;
-        if (x > m || (x == m && i < am)) { m = x; am = i; }
-        if (x >= q.f5) top4_put(tk, ti, x, i, &q);
+        if (!(x < ms_pos_inf())) fl |= x == x ? 2 : 1;
+        if (x >= m && (x > m || i < am)) { m = x; am = i; }
+        if (x >= q.f5) q = top4_put(tk, ti, x, i, q);
       });
     } else {
       row_for<4>(raw, beg, end, [&](i32 i, float x) {
-        if (!(x <= ms_pos_inf())) fl |= 1;   /* NaN */
-        else if (x == ms_pos_inf()) fl |= 2;
-        if (x > m || (x == m && i < am)) { m = x; am = i; }
+        if (!(x < ms_pos_inf())) fl |= x == x ? 2 : 1;
+        if (x >= m && (x > m || i < am)) { m = x; am = i; }
       });
     }
   } else {
@@ -643,7 +647,7 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
       else if (l == ms_pos_inf()) fl |= 2;
       if (store) work[i] = l;
       if (l > m || (l == m && i < am)) { m = l; am = i; }
-      if (tk && l >= q.f5) top4_put(tk, ti, l, i, &q);
+      if (tk && l >= q.f5) q = top4_put(tk, ti, l, i, q);
     });
   }
   if (tk) tk[MS_TOP4 * MS_ST + threadIdx.x] = q.k5;
@@ -1215,27 +1219,38 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
    depend on where it finished. */
 #define MS_RC_T 256
 #define MS_RC_PER (MS_CAND / MS_RC_T)
+static_assert(MS_RC_PER == 4, "resolve_cands: four candidates a thread");
 __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 *cid, double *cw, const Row &R,
                                           u32 lower, u32 t_minp, float M, float S, double u,
                                           double *Z_out, i32 *nkept_out, i32 *token_out) {
   const i32 t = (i32)threadIdx.x, nt = (i32)blockDim.x;
-  /* the canonical order: each candidate's rank (exact, by any threads) */
+  /* the canonical order: each candidate's rank (exact, by any threads;
+     one pass over the list for a thread's candidates t + j * nt, and a
+     loop of one comparison where a thread has one: ms_k_row's 1024) */
   u32 kr[MS_RC_PER];
   i32 ir[MS_RC_PER], pr[MS_RC_PER];
 #pragma unroll
   for (int j = 0; j < MS_RC_PER; j++) {
     const i32 c = t + j * nt;
-    pr[j] = -1; kr[j] = 0u; ir[j] = 0;
-    if (c < n) {
-      kr[j] = ck[c]; ir[j] = cid[c];
-      i32 pos = 0;
-      for (i32 q = 0; q < n; q++) { const u32 kq = ck[q]; pos += (kq > kr[j] || (kq == kr[j] && cid[q] < ir[j])) ? 1 : 0; }
-      pr[j] = pos;
+    kr[j] = c < n ? ck[c] : 0u;
+    ir[j] = c < n ? cid[c] : 0x7fffffff;
+    pr[j] = 0;
+  }
+  if (t + nt >= n) {
+#pragma unroll 1
+    for (i32 q = 0; q < n; q++) { const u32 kq = ck[q]; pr[0] += (kq > kr[0] || (kq == kr[0] && cid[q] < ir[0])) ? 1 : 0; }
+  } else {
+#pragma unroll 1
+    for (i32 q = 0; q < n; q++) {
+      const u32 kq = ck[q];
+      const i32 iq = cid[q];
+#pragma unroll
+      for (int j = 0; j < MS_RC_PER; j++) pr[j] += (kq > kr[j] || (kq == kr[j] && iq < ir[j])) ? 1 : 0;
     }
   }
   __syncthreads();
 #pragma unroll
-  for (int j = 0; j < MS_RC_PER; j++) if (pr[j] >= 0) { ck[pr[j]] = kr[j]; cid[pr[j]] = ir[j]; }
+  for (int j = 0; j < MS_RC_PER; j++) if (t + j * nt < n) { ck[pr[j]] = kr[j]; cid[pr[j]] = ir[j]; }
   __syncthreads();
   /* positions 4t .. 4t + 3, largest first */
   u32 k4[MS_RC_PER];
@@ -1291,19 +1306,19 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
   const double Z = bsum_d(zl);
   /* the draw: the first kept id whose running weight exceeds u * Z; the
      kept weights put in id order first */
-  i32 ip[MS_RC_PER];
+  i32 ip[MS_RC_PER] = { 0, 0, 0, 0 };
+  if (kept[0]) {   /* (positions are kept largest first: a thread with none kept has no work) */
+#pragma unroll 1
+    for (i32 q = 0; q < n; q++) {
+      const bool kq = ck[q] >= th;
+      const i32 iq = cid[q];
 #pragma unroll
-  for (int j = 0; j < MS_RC_PER; j++) {
-    ip[j] = -1;
-    if (kept[j]) {
-      i32 pos = 0;
-      for (i32 q = 0; q < n; q++) pos += (ck[q] >= th && cid[q] < id4[j]) ? 1 : 0;
-      ip[j] = pos;
+      for (int j = 0; j < MS_RC_PER; j++) ip[j] += (kq && iq < id4[j]) ? 1 : 0;
     }
   }
   __syncthreads();
 #pragma unroll
-  for (int j = 0; j < MS_RC_PER; j++) if (ip[j] >= 0) { cw[ip[j]] = w4[j]; cid[ip[j]] = id4[j]; }
+  for (int j = 0; j < MS_RC_PER; j++) if (kept[j]) { cw[ip[j]] = w4[j]; cid[ip[j]] = id4[j]; }
   __syncthreads();
   double v4[MS_RC_PER], run[MS_RC_PER], acc2 = 0.0;
 #pragma unroll
@@ -1337,8 +1352,7 @@ __device__ __noinline__ u32 resolve_cands(const float *src, i32 n, u32 *ck, i32 
 /* Scalars of end_cands in shared memory. */
 struct CandSh { double z; i32 nk, token; };
 /* The end of an F_END top_k row on its candidates (Q->ck / Q->cid, keys
-   >= the bound that hold its k largest) in the last block of the pass
-   that gathered them (ms_k_stats, P_KCAND, P_CAND): resolve_cands, then
+   >= the bound that hold its k largest) in ms_k_tail: resolve_cands, then
    the row's result; ms_k_row is not needed. sk, si, sw: shared room for
    MS_CAND keys, ids and doubles. Every thread calls. */
 __device__ void end_cands(const Args &A, const Row &R, i32 r, Sel *Q, const float *src, float M, float S, u32 *sk, i32 *si,
@@ -1361,7 +1375,7 @@ __device__ void end_cands(const Args &A, const Row &R, i32 r, Sel *Q, const floa
 #define MS_KFAST_MAX 256
 #define MS_KTH_BINS 256   /* kth_key's digits: 8 bits */
 #define MS_KSLOTS 4096    /* F_KFAST's lists in Sel.hist (keys) and Sel.tsum (ids): 4096 / G words a block */
-template <class K> __device__ u32 kth_key(const K keys, i32 n, u32 k, u32 *hist);
+template <class K> __device__ __noinline__ u32 kth_key(const K keys, i32 n, u32 k, u32 *hist);
 /* kth_key's keys: a block's lists in shared memory, and a row's lists
    in its Sel (written by other blocks: read from L2), slot s of
    `slot` words holding its block's bound at 0, then nb[s] keys (the rest
@@ -1428,7 +1442,7 @@ __device__ __noinline__ i32 kfast_block(const u32 *tk, const i32 *ti, u32 *keys,
    bound below edge). Then: the keys >= edge listed in Q->ck / Q->cid
    (cand 3: ms_k_row resolves them, no pass reads the row again), or, with
    more than MS_CAND of them, the counting passes (a crowd of ties); if the
-   lists may miss some, P_KCAND gathers the keys >= edge from the row
+   lists may miss some, ms_k_tail gathers the keys >= edge from the row
    (cand 2: edge is at most the row's k-th largest, the lists being some of
    its elements). nb: the slots' counts (shared). */
 __device__ __noinline__ void kfast_row(Sel *Q, const Row &R, i32 G, const i32 *nb, u32 *hist, u32 *s_n) {
@@ -1442,8 +1456,8 @@ __device__ __noinline__ void kfast_row(Sel *Q, const Row &R, i32 G, const i32 *n
   if (tid == 0) *s_n = 0u;
   __syncthreads();
   if (left >= edge) {
-    /* the lists may miss keys >= edge: P_KCAND reads the row (kth 0: fewer
-       than k keys listed, no bound; the counting passes) */
+    /* the lists may miss keys >= edge: ms_k_tail reads the row (kth 0:
+       fewer than k keys listed, no bound; its count radix) */
     if (tid == 0 && kth > MS_KEY_NEG_INF) { Q->cand = 2; Q->cedge = edge; Q->cdone = 1; }
     return;
   }
@@ -1480,8 +1494,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   __shared__ u32 s_kth[MS_KTH_BINS];
   __shared__ i32 s_nb[32];
   __shared__ u32 s_n;
-  __shared__ double s_w[MS_CAND];   /* (an F_END row's end_cands, with s_tk and s_ti) */
-  __shared__ CandSh s_c;
   const i32 r = blockIdx.x, c = blockIdx.y;
   if (threadIdx.x == 0) sA = A_;
   row_to_shared(&sR, A_, r);
@@ -1531,9 +1543,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     if ((i32)threadIdx.x < A.n_parts) s_nb[threadIdx.x] = *(const volatile i32 *)&pp[threadIdx.x].pad;
     __syncthreads();   /* (and thread 0's t_minp) */
     kfast_row(Q, R, A.n_parts, s_nb, s_kth, &s_n);
-    __syncthreads();   /* every thread is done with the lists (and sees Q->cand) */
-    /* an F_END row whose lists held its k largest ends here */
-    if ((R.flags & F_END) && *(volatile i32 *)&Q->cand == 3) end_cands(A, R, r, Q, row_src(A, R, r), t.m, R.inv_temp, s_tk, s_ti, s_w, &s_c);
+    __syncthreads();   /* every thread is done with the lists */
   }
   for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
@@ -1676,6 +1686,82 @@ __device__ __noinline__ u32 select_count(const LpVal vf, i32 V, u32 lower, u32 k
   *n_above = k - target;
   *n_eq = eq;
   return prefix;
+}
+
+/* top_p's threshold over a whole row by one block (ms_k_tail, when a
+   small top_k left a crowd of ties): the smallest key >=
+   lower whose mass strictly above is < p * Z, Z the mass of the keys >=
+   lower, by the radix passes' rule on integer masses (fxw), three reads
+   of the row. shd: MS_BINS doubles of shared scratch (first the bins'
+   two words). Every thread calls. */
+__device__ __noinline__ u32 select_mass(const float *src, i32 V, u32 lower, float top_p, float M, float S, double *shd) {
+  const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
+  u32 *lo = (u32 *)shd, *hi = lo + MS_BINS;
+  const int shifts[3] = {21, 10, 0};
+  const int bits[3] = {11, 11, 10};
+  u32 prefix = 0u, pm = 0u;
+  double target = 0.0;
+#pragma unroll 1
+  for (int pass = 0; pass < 3; pass++) {
+    const i32 nb = 1 << bits[pass];
+    const int sh = shifts[pass];
+    for (i32 b = tid; b < MS_BINS; b += nt) lo[b] = hi[b] = 0u;
+    __syncthreads();
+    row_for<1>(src, 0, V, [&](i32, float l) {
+      const u32 key = fkey(l);
+      if (key >= lower && (key & pm) == prefix) fx_add(lo, hi, (i32)((key >> sh) & (u32)(nb - 1)), fxw(l, M, S));
+    });
+    __syncthreads();
+    double v[MS_BINS / MS_ST];   /* (at least 256 threads) */
+#pragma unroll
+    for (i32 q = 0; q < MS_BINS / MS_ST; q++) {
+      const i32 b = tid + q * nt;
+      v[q] = b < MS_BINS ? (double)fx_get(lo, hi, b) * (1.0 / MS_FX) : 0.0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (i32 q = 0; q < MS_BINS / MS_ST; q++) if (tid + q * nt < MS_BINS) shd[tid + q * nt] = v[q];
+    __syncthreads();
+    if (pass == 0) {
+      double tot = 0.0;
+      for (i32 b = tid; b < nb; b += nt) tot += shd[b];
+      target = (double)top_p * bsum_d(tot);
+    }
+    double above;
+    const i32 b = find_bin<double>(shd, nb, target, &above);
+    target -= above;
+    prefix |= (u32)b << sh;
+    pm |= (u32)(nb - 1) << sh;
+  }
+  return prefix;
+}
+
+/* The draw's tile sums of a row's kept weight (wdraw of the keys >=
+   theta) by one block, a warp a tile, into t_out, as P_SUMS would find
+   them but for the order of the double additions (ms_k_tail, for a
+   crowd of ties). Every thread calls. */
+__device__ __noinline__ void row_tile_sums(const float *src, i32 V, u32 theta, float M, float S, double *t_out) {
+  const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5, E = tile_e(V), TILE = 32 * E;
+  const i32 n_tiles = (V + TILE - 1) / TILE;
+  const float S2 = dscale(S);
+  float thf, thu;
+  kept_floats(theta, &thf, &thu);
+  for (i32 t = (i32)threadIdx.x >> 5; t < n_tiles; t += nw) {
+    double s = 0.0;
+    for (i32 g = 0; g < TILE; g += 128) {
+      const i32 i0 = t * TILE + g + 4 * lane;
+      float a = 0.0f;
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        const float l = i0 + c < V ? src[i0 + c] : ms_neg_inf();
+        a = __fadd_rn(a, l >= thf ? wdraw(l, M, S2) : 0.0f);
+      }
+      s += (double)a;
+    }
+    s = warp_sum(s);
+    if (lane == 0) t_out[t] = s;
+  }
+  __syncthreads();
 }
 
 /* Appends the ids in [beg, end) whose key is >= edge to ck / cid (the
@@ -1937,7 +2023,6 @@ __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
   if (ps >= P_COUNT && ps <= P_COUNT + 2 && Q->cdone) return true;
   if (((ps >= P_MASS && ps <= P_MASS + 2) || ps == P_PBIN) && (Q->pdone || Q->cand)) return true;
   if (ps == P_CAND && Q->cand != 1) return true;
-  if (ps == P_KCAND && Q->cand != 2) return true;
   if (ps == P_PGATHER && (!Q->pbins || Q->cand || Q->pdone)) return true;
   if (ps == P_SUMS && (Q->cand || Q->sums_done)) return true;
   return false;
@@ -1955,7 +2040,8 @@ __device__ __forceinline__ bool pass_begin(const Args &A, Sel *Q, Row *sR, PassB
   row_to_shared(sR, A, r);
   __syncthreads();
   const Row &R = *sR;
-  if (R.status != 0 || Q->status != 0) return false;
+  /* (a small top_k's rows are ms_k_tail's) */
+  if (R.status != 0 || Q->status != 0 || (R.flags & F_KFAST)) return false;
   pb->greedy = (R.flags & F_GREEDY) != 0;
   pb->beg = (i32)blockIdx.y * A.chunk;
   pb->end = min(A.vocab, pb->beg + A.chunk);
@@ -2068,9 +2154,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
   ms_pdl_start();
   __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; u32 n4[2 * MS_BINS]; } sh;
-  static_assert(2 * MS_BINS * 4 >= MS_CAND * 16, "ms_k_pass's scratch: end_cands's keys, ids and weights");
   __shared__ i32 s_last;
-  __shared__ CandSh s_c;
   __shared__ Row sR;
   const i32 r = blockIdx.x, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
@@ -2083,25 +2167,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   const float *src = pb.src;
   const float M = pb.M, S = pb.S;
 
-  if (pass == P_CAND || pass == P_KCAND) {
-    /* (llama.cpp rows gather in ms_k_row) */
-    if (greedy || Q->cand != (pass == P_CAND ? 1 : 2) || (R.flags & F_LLAMA)) return;
+  if (pass == P_CAND) {
+    /* (llama.cpp rows gather in ms_k_row, which resolves the others) */
+    if (greedy || Q->cand != 1 || (R.flags & F_LLAMA)) return;
     gather_cands(src, beg, end, Q->cedge, &Q->ncand, Q->ck, Q->cid);
-    if (pass == P_CAND && !(R.flags & F_END)) return;   /* (ms_k_row resolves them) */
-    /* the last block: P_KCAND checks that the list held them all, and an
-       F_END row ends on them */
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-    __syncthreads();
-    if (!s_last) return;
-    if (tid == 0) {
-      Q->arrived = 0;
-      if (pass == P_KCAND && *(volatile u32 *)&Q->ncand > (u32)MS_CAND) { Q->cand = 0; Q->cdone = 0; Q->ncand = 0u; }   /* the counting passes */
-    }
-    __syncthreads();
-    if ((R.flags & F_END) && *(volatile i32 *)&Q->cand)
-      end_cands(A, R, r, Q, src, M, S, sh.n4, (i32 *)sh.n4 + MS_CAND, (double *)(sh.n4 + 2 * MS_CAND), &s_c);
     return;
   }
 
@@ -2910,6 +2979,85 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
   }
 
   if (tid == 0) put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, lp_tok, rank, n_top, greedy, s_pos, !A.probs);
+}
+#endif
+
+/* ---- a small top_k's rows after the statistics ----------------------------- */
+
+#if MS_IN_UNIT(3)
+/* Rows with F_KFAST, one block a row, right after ms_k_stats: no pass
+   reads them. The statistics' lists mostly hold the k largest (cand 3),
+   and an F_END row ends here on them (end_cands). Where the lists fell
+   short, this block does what the passes would have: the keys above the
+   lists' bound gathered from the row (cand 2), or, with too many of them
+   or no bound, top_k's threshold by the count radix over the row and its
+   candidates (P_COUNT, P_CAND), or, with more than MS_CAND of them (a
+   crowd of ties at the threshold), top_p's threshold by the masses and
+   the draw's tile sums (the radix passes, P_SUMS). One block reads such a
+   row up to seven times, but the lists fall short rarely, and a batch of
+   such rows then needs no pass launch at all. Rows with logprobs and
+   probs calls end in ms_k_row, as after the passes. In the small
+   program (NVRTC's fast compile: in ms_k_sums's, at full optimisation,
+   it made that program the largest, 2.3 s against 1.3). */
+extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_tail(Args A) {
+  ms_pdl_start();
+  __shared__ union { double d[MS_BINS]; u32 u[4 * MS_CAND]; } sh;   /* select_mass, end_cands, end_draw */
+  static_assert(MS_BINS * 8 >= MS_CAND * 16, "ms_k_tail's scratch: end_cands's keys, ids and weights");
+  __shared__ Row sR;
+  __shared__ CandSh s_c;
+  __shared__ DrawSh s_draw;
+  const i32 r = blockIdx.x, tid = threadIdx.x, V = A.vocab;
+  Sel *Q = (Sel *)A.sel + r;
+  row_to_shared(&sR, A, r);
+  __syncthreads();
+  const Row &R = sR;
+  if (R.status != 0 || !(R.flags & F_KFAST) || (R.flags & F_GREEDY) || Q->status != 0) return;
+  const i32 cand = Q->cand;
+  const int end = (R.flags & F_END) != 0;
+  if (cand == 3 && !end) return;   /* ms_k_row resolves it */
+  const float *src = row_src(A, R, r);
+  const float M = Q->P.m, S = R.inv_temp;
+  u32 *const ck = sh.u;
+  i32 *const cid = (i32 *)sh.u + MS_CAND;
+  double *const cw = (double *)(sh.u + 2 * MS_CAND);
+  if (cand == 3) { end_cands(A, R, r, Q, src, M, S, ck, cid, cw, &s_c); return; }
+  if (cand == 2) {
+    /* the keys >= the lists' bound hold the k largest */
+    gather_cands(src, 0, V, Q->cedge, &Q->ncand, Q->ck, Q->cid);
+    __threadfence();
+    __syncthreads();
+    if (*(volatile u32 *)&Q->ncand <= (u32)MS_CAND) {
+      if (end) end_cands(A, R, r, Q, src, M, S, ck, cid, cw, &s_c);
+      return;
+    }
+    __syncthreads();
+    if (tid == 0) { Q->cand = 0; Q->cdone = 0; Q->ncand = 0u; }
+    __syncthreads();
+  }
+  /* top_k's threshold, its candidates when they are few */
+  LpVal lv;
+  lv.p = src; lv.theta = MS_KEY_NEG_INF + 1u; lv.cut = 0x7fffffff; lv.raw = 0;
+  u32 na, ne;
+  const u32 tk = select_count(lv, V, sel_lower(R, Q), (u32)R.top_k, &na, &ne);
+  if (na + ne <= (u32)MS_CAND) {
+    gather_cands(src, 0, V, tk, &Q->ncand, Q->ck, Q->cid);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) { Q->cand = 1; Q->cedge = tk; Q->cdone = 1; }
+    __syncthreads();
+    if (end) end_cands(A, R, r, Q, src, M, S, ck, cid, cw, &s_c);
+    return;
+  }
+  /* a crowd of ties at it: the radix passes' thresholds and the tile sums */
+  const u32 tp = R.top_p < 1.0f ? select_mass(src, V, tk, R.top_p, M, S, sh.d) : 0u;
+  if (tid == 0) { Q->tk = tk; Q->cdone = 1; Q->tp = tp; Q->pdone = 1; }
+  __syncthreads();
+  const u32 theta = sel_theta(R, Q);
+  row_tile_sums(src, V, theta, M, S, Q->tsum);
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) Q->sums_done = 1;
+  if (end) end_draw(A, R, r, Q, src, V, theta, Q->cut, M, S, sh.d, &s_draw);
 }
 #endif
 
