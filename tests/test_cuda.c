@@ -1660,17 +1660,20 @@ static void test_gpu_topk_fast_route(void) {
    logprobs (ms_k_row finishes it), a greedy row and k = 256; split over
    1, 2 and 32 blocks. Every row equals the CPU, with and without the
    pass launches (MYSAMPLE_CUDA_NOPASS=0: launched, finding nothing to
-   do), with the same tokens. */
+   do; the same tokens), and with the route off (MYSAMPLE_CUDA_KFAST=0:
+   the counting passes and ms_k_row). */
 static void test_gpu_kfast_nopass(void) {
   enum { R = 10, V = 12000 };
-  static float logits[R * V], probs[2][R * V], cprobs[V];
-  static ms_logprob top[2][R * 5], ctop[5];
+  static float logits[R * V], probs[3][R * V], cprobs[V];
+  static ms_logprob top[3][R * 5], ctop[5];
   static int32_t allowed[12];
   static const int32_t splits[] = { 1, 2, 32 };
   ms_params ps[R];
   const ms_params *pp[R];
-  int32_t tok[2][R], sums_done;
-  ms_cuda_out out[2][R];
+  int32_t tok[3][R], sums_done;
+  ms_cuda_out out[3][R];
+  static const char *const names[3] = { "no pass", "passes", "no lists" };
+  static const char *const envs[3] = { NULL, "MYSAMPLE_CUDA_NOPASS", "MYSAMPLE_CUDA_KFAST" };
   int r, j, si, mode, bad = 0;
   if (!t_gpu()) SKIP(t_why);
   for (r = 0; r < R; r++) {
@@ -1694,30 +1697,32 @@ static void test_gpu_kfast_nopass(void) {
     pp[r] = &ps[r];
   }
   for (si = 0; si < 3; si++) {
-    for (mode = 0; mode < 2; mode++) {
+    for (mode = 0; mode < 3; mode++) {
       ms_cuda *cu;
       t_dev g;
-      if (mode) setenv("MYSAMPLE_CUDA_NOPASS", "0", 1);
-      if (!t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_NOPASS"); return; }
-      unsetenv("MYSAMPLE_CUDA_NOPASS");
+      int made;
+      if (envs[mode]) setenv(envs[mode], "0", 1);
+      made = t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5);
+      if (envs[mode]) unsetenv(envs[mode]);
+      if (!made) return;
       t_batch_run(cu, &g, logits, R, V, pp, 5, probs[mode], tok[mode], out[mode], top[mode]);
       for (r = 0; r < R; r++) {
         const void *at = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 4));
         CHECK(ms_cuda_download(cu, &sums_done, at, 4) == MS_OK);
-        CHECK_MSG(sums_done == (r == 5), "split %d %s row %d: sums_done %d", splits[si], mode ? "passes" : "no pass", r, sums_done);
+        CHECK_MSG(sums_done == (r == 5 && mode < 2), "split %d %s row %d: sums_done %d", splits[si], names[mode], r, sums_done);
       }
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
     for (r = 0; r < R; r++) {
       CHECK_MSG(tok[0][r] == tok[1][r], "split %d row %d: token %d without passes, %d with", splits[si], r, tok[0][r], tok[1][r]);
-      for (mode = 0; mode < 2; mode++) {
+      for (mode = 0; mode < 3; mode++) {
         ms_output o;
         ms_result crc;
         double e;
         if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs[mode] + (size_t)r * V, tok[mode][r], &out[mode][r],
                           top[mode] + r * 5, 5, cprobs, ctop, &o, &crc, &e) && bad++ < 6)
-          printf("  split %d %s row %d: token %d / cpu %d, max |dp| %.3g\n", splits[si], mode ? "passes" : "no pass", r,
+          printf("  split %d %s row %d: token %d / cpu %d, max |dp| %.3g\n", splits[si], names[mode], r,
                  tok[mode][r], o.token, e);
       }
     }

@@ -189,6 +189,7 @@ struct ms_cuda {
   int topp_bins;          /* top_p rows take the bins first (MS_CUDA_TOPP_BINS) */
   int pdl;                /* launches with programmatic stream serialization (ms__cuda_launch) */
   int nopass;             /* no pass launch when no row needs one ($MYSAMPLE_CUDA_NOPASS = 0: launched, to compare) */
+  int kfast;              /* top_k <= 256 by the statistics' lists and ms_k_tail ($MYSAMPLE_CUDA_KFAST = 0: by the passes) */
   int32_t extra_words;
   size_t blob_bytes;
   ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget, d_pcand;
@@ -377,6 +378,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
     if (ms__cu_getenv("MYSAMPLE_CUDA_PDL") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PDL"), "0")) cu->pdl = 0;
   }
   cu->nopass = !(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS"), "0"));
+  cu->kfast = !(ms__cu_getenv("MYSAMPLE_CUDA_KFAST") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_KFAST"), "0"));
 
   /* kernels: caches, else NVRTC */
   memset(&co, 0, sizeof co);
@@ -685,7 +687,8 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       /* a small top_k: its candidates straight from the statistics (the
          rows that may resolve on candidates: not SGLang's, nor epsilon's
          or eta's) */
-      if (R->top_k > 0 && R->top_k <= MS__CUDA_KFAST_MAX && !(flags & MS__CUDA_F_JOINT) && !(R->eps_cut > 0.0f || R->eta_cut > 0.0f)) {
+      if (cu->kfast && R->top_k > 0 && R->top_k <= MS__CUDA_KFAST_MAX && !(flags & MS__CUDA_F_JOINT) &&
+          !(R->eps_cut > 0.0f || R->eta_cut > 0.0f)) {
         flags |= MS__CUDA_F_KFAST;
         *needs |= MS__CUDA_N_KFAST;
       }

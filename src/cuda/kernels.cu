@@ -1366,12 +1366,9 @@ __device__ void end_cands(const Args &A, const Row &R, i32 r, Sel *Q, const floa
   if (threadIdx.x == 0) put_result(A, R, r, sc->token, sc->token >= 0 ? 0 : ST_ALL_MASKED, 0.0f, 0, 0, 0, pos, 1);
 }
 
-/* F_KFAST (top_k by candidates from the statistics) is compiled in unless
-   -DMS_KFAST=0 (to compare: tools/gpu_ab.sh). Its k is at most
-   MS_KFAST_MAX (ms__cuda_pack). */
-#ifndef MS_KFAST
-#define MS_KFAST 1
-#endif
+/* F_KFAST: top_k by candidates from the statistics' lists (ms_k_tail),
+   for k up to MS_KFAST_MAX (ms__cuda_pack sets it; $MYSAMPLE_CUDA_KFAST=0
+   at ms_cuda_create does not, to compare). */
 #define MS_KFAST_MAX 256
 #define MS_KTH_BINS 256   /* kth_key's digits: 8 bits */
 #define MS_KSLOTS 4096    /* F_KFAST's lists in Sel.hist (keys) and Sel.tsum (ids): 4096 / G words a block */
@@ -1504,7 +1501,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   if (R.status != 0) return;
   i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
   if (beg > end) beg = end;
-  const int kfast = MS_KFAST && (R.flags & F_KFAST) && R.top_k <= MS_KFAST_MAX;
+  const int kfast = (R.flags & F_KFAST) && R.top_k <= MS_KFAST_MAX;
   const i32 slot = MS_KSLOTS / A.n_parts;
   Part p = row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
   /* F_KFAST: the block's candidates into its slot of Sel.hist / Sel.tsum
