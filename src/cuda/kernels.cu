@@ -36,9 +36,10 @@
                                one tile, logprobs, probs) and the
                                device-side sequence update.
    A row without logprobs (F_END) ends before ms_k_row: a greedy one in
-   ms_k_stats, a small top_k's in ms_k_tail, the others without top_k in
-   P_SUMS's last block (ms_k_sums); ms_k_row skips it, and is not launched
-   when every row ended so (nor are the passes when no row needs them).
+   ms_k_stats, a small top_k's in ms_k_tail, one without top_k or of the
+   SGLang profile in P_SUMS's last block (ms_k_sums); ms_k_row skips it,
+   and is not launched when every row ended so (nor are the passes when no
+   row needs them).
    (No kernel holds the whole pipeline: NVRTC compiles the kernels in
    parallel, and the largest bounds a cold compile.)
    Every filter keeps an upper set of values, so the kept set of a row is
