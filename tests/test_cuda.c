@@ -1571,15 +1571,16 @@ static void test_gpu_pdl_matches_plain(void) {
    them; unless some thread or block may have left out a key that large,
    the lists hold the k largest and no pass reads the row again. The route
    is read from the row's selection state (Sel.cand at byte 68: 3 for the
-   lists, 2 when P_KCAND gathered above the lists' bound, 1 for the
+   lists, 2 when ms_k_tail gathered above the lists' bound, 1 for the
    counting pass's candidates, 0 for the full radix selection): small and
    large k, min_p below it (vLLM), HF,
    logprobs, and allowed ids, fewer than k included, take the lists; k =
    257 does not; eight of the largest in thread 0's first two groups of
    four ids (a thread keeps four and the fifth as its bound) send the row
-   to P_KCAND; 3000 ties at
-   the top overflow its list (the counting passes take the row, all the
-   way). Every row equals the CPU, split over 1 to 32 blocks. */
+   to the tail's gather; 3000 ties at
+   the top overflow its list (the tail's count radix and top_p by masses
+   take the row: cand 0). Every row equals the CPU, split over 1 to 32
+   blocks. */
 #define T_SEL_CAND 68   /* offsetof(Sel, cand) in src/cuda/kernels.cu (tests/cuda_emu/kernels.cpp checks it) */
 static void test_gpu_topk_fast_route(void) {
   enum { R = 11, V = 12000 };
@@ -1628,7 +1629,7 @@ static void test_gpu_topk_fast_route(void) {
       const void *at = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)r * MS__CUDA_SEL_BYTES + T_SEL_CAND));
       CHECK(ms_cuda_download(cu, &cand, at, 4) == MS_OK);
       /* k = 256 of 12000: on one or two blocks a thread sees 23 to 47 ids,
-         and whether one of them holds five of the 256 (P_KCAND) depends on
+         and whether one of them holds five of the 256 (the tail's gather) depends on
          the draw of the logits; on 32 no thread sees more than four */
       if (r == 2 && splits[si] != 32) CHECK_MSG(cand == 2 || cand == 3, "split %d row 2: cand %d", splits[si], cand);
       /* row 10 on 32 blocks of 512 ids: thread 0 of block 0 sees ids 0-3

@@ -186,7 +186,7 @@ struct Sel {
   u64 pz, pa;             /* F_TOPP_BINS: the integer masses (2^-44) of the keys >= lower and >= pk_hi (P_PGATHER) */
   u32 pk_lo, pk_hi;       /* the keys of the bins that may hold top_p's threshold (P_PBIN) */
   i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
-  i32 sums_done;          /* P_PGATHER summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
+  i32 sums_done;          /* P_PGATHER or ms_k_tail summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
 static_assert(sizeof(Sel) == 41128, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
