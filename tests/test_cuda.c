@@ -14,6 +14,9 @@
 #include "testlib.h"
 #include <stdlib.h>
 #include <sys/time.h>
+#ifndef _WIN32
+#include <dlfcn.h>   /* the emulator's counters (test_gpu_l2_prefetch) */
+#endif
 
 /* ---- helpers ---------------------------------------------------------------- */
 static uint64_t t_rng = 0x9E3779B97F4A7C15ULL;
@@ -1564,6 +1567,79 @@ static void test_gpu_pdl_matches_plain(void) {
 #endif
 }
 
+/* The full-row passes' L2 prefetches (-DMS_L2PF=32 among NVRTC's options:
+   cp.async.bulk.prefetch.L2 a step ahead on sm_90) change no bit of a
+   result: distributions, tokens and logprobs over every route, several
+   blocks per row and one, rows that do not start on 16 bytes (V odd). On
+   a GPU this runs the prefetching build; the emulator always prefetches
+   (its kernels are compiled with MS_L2PF) and fails a launch whose
+   prefetch is misaligned or leaves its allocation, so there the test also
+   reads its counters: the passes asked for some bytes, and no more than
+   a few reads of the batch. */
+static void test_gpu_l2_prefetch(void) {
+  enum { R = 6, V = 9001 };
+  static float logits[R * V], probs[2][R * V];
+  static ms_logprob top[2][R * 5];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[2][R];
+  ms_cuda_out out[2][R];
+  int r, m, si;
+  if (!t_gpu()) SKIP(t_why);
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#else
+  void (*emu_prefetches)(unsigned long long *, unsigned long long *) = NULL;
+  if (t_emu) {
+    const char *path = getenv("MYSAMPLE_CUDA_DRIVER_PATH");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    void *sym = h ? dlsym(h, "msEmuGetPrefetches") : NULL;
+    memcpy(&emu_prefetches, &sym, sizeof sym);
+    CHECK_MSG(emu_prefetches != NULL, "the emulator (%s) has no msEmuGetPrefetches", path ? path : "?");
+  }
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_default();
+    ps[r].seed = 70u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(logits + (size_t)r * V, V, 1.0f + 0.5f * (float)(r % 3));
+    pp[r] = &ps[r];
+  }
+  ps[0].temperature = 0.0f;
+  ps[1].top_p = 0.9f;
+  ps[2].top_k = 50; ps[2].top_p = 0.95f;
+  ps[3].min_p = 0.05f;
+  ps[4].top_p = 0.8f; ps[4].logprobs = 5; ps[4].logprobs_mode = MS_LOGPROBS_PROCESSED;
+  ps[5].top_k = 300; ps[5].temperature = 0.7f;
+  for (si = 0; si < 2; si++) {
+    unsigned long long n0 = 0, b0 = 0, n1 = 0, b1 = 0;
+    for (m = 0; m < 2; m++) {
+      ms_cuda *cu;
+      t_dev g;
+      if (m) setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-DMS_L2PF=32", 1);
+      else unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
+      if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS"); return; }
+      if (emu_prefetches) emu_prefetches(&n0, &b0);
+      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
+      if (emu_prefetches) emu_prefetches(&n1, &b1);
+      t_dev_free(cu, &g);
+      ms_cuda_destroy(cu);
+    }
+    unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
+    CHECK(memcmp(probs[0], probs[1], sizeof probs[0]) == 0);
+    CHECK(memcmp(tok[0], tok[1], sizeof tok[0]) == 0);
+    CHECK(memcmp(top[0], top[1], sizeof top[0]) == 0);
+    for (r = 0; r < R; r++) CHECK(out[0][r].token == out[1][r].token && out[0][r].logprob == out[1][r].logprob);
+    if (emu_prefetches) {
+      /* t_batch_run samples the batch once and takes its distributions once */
+      const unsigned long long batch = (unsigned long long)R * V * 4u;
+      printf("  split %d: %llu prefetches, %llu bytes (%.2f x the batch)\n", si, n1 - n0, b1 - b0,
+             (double)(b1 - b0) / (double)batch);
+      CHECK(n1 > n0 && b1 > b0);
+      CHECK(b1 - b0 <= 16u * batch);
+    }
+  }
+#endif
+}
+
 /* ---- top_k's candidates from the statistics (F_KFAST) ---------------------------
    top_k <= 256 takes its candidates from the statistics' read: each
    thread keeps its four largest keys, each block writes those that may be
@@ -2872,6 +2948,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_topk_fast_route);
   RUN_GPU(test_gpu_kfast_nopass);
   RUN_GPU(test_gpu_pdl_matches_plain);
+  RUN_GPU(test_gpu_l2_prefetch);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);

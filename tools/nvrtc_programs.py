@@ -5,12 +5,14 @@ for in a cold compile is the largest of these (mysample_cuda.h compiles
 them at once). No GPU needed, only NVRTC.
 
 usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
-                               [--source src/cuda/kernels.cu] [--units 0,1,2,3,4,5]
+                               [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5]
                                [-D NAME=VALUE ...]
 
 Prints the best of --reps compiles per program (the programs alternate
 between reps, so a slow spell of the machine touches all of them), then
-the largest. The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
+the largest. Several --source files (an older kernels.cu from `git show
+REV:src/cuda/kernels.cu`, say) are compiled in turn within each rep and
+printed side by side, so a noisy machine slows them alike. The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
 -DMS_UNIT=u, and --Ofast-compile=min for the programs of kernels the
 figures never run (FAST_UNITS below; keep it in step with
 ms__cu_unit_fast_ok). -D adds a define to every program (-D MS_TOPP_BINS=1:
@@ -57,23 +59,30 @@ def main():
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--nvrtc", default=None)
-    ap.add_argument("--source", default="src/cuda/kernels.cu")
+    ap.add_argument("--source", action="append", default=[])
     ap.add_argument("--units", default="0,1,2,3,4,5")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     a = ap.parse_args()
     lib = load(a.nvrtc)
-    src = open(a.source, "rb").read()
+    paths = a.source or ["src/cuda/kernels.cu"]
+    srcs = [open(p, "rb").read() for p in paths]
     units = [int(u) for u in a.units.split(",")]
-    best = {u: float("inf") for u in units}
+    best = [{u: float("inf") for u in units} for _ in srcs]
     for _ in range(a.reps):
         for u in units:
             opts = ["-std=c++14", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
             if u in FAST_UNITS:
                 opts.append("--Ofast-compile=min")
-            best[u] = min(best[u], compile_once(lib, src, opts))
+            for k, src in enumerate(srcs):
+                best[k][u] = min(best[k][u], compile_once(lib, src, opts))
+    if len(srcs) > 1:
+        print("program  " + "  ".join("%12s" % p[-12:] for p in paths))
     for u in units:
-        print("program %d: %.3f s%s" % (u, best[u], "  (--Ofast-compile=min)" if u in FAST_UNITS else ""))
-    print("largest: program %d, %.3f s (best of %d, %s)" % (max(best, key=best.get), max(best.values()), a.reps, a.arch))
+        print("program %d: %s%s" % (u, "  ".join("%.3f s" % b[u] for b in best),
+                                    "  (--Ofast-compile=min)" if u in FAST_UNITS else ""))
+    for p, b in zip(paths, best):
+        print("largest: program %d, %.3f s (best of %d, %s%s)" % (max(b, key=b.get), max(b.values()), a.reps, a.arch,
+                                                                  ", " + p if len(srcs) > 1 else ""))
 
 
 if __name__ == "__main__":

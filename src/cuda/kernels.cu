@@ -59,7 +59,7 @@
    finishing steps as calls rather than inlined copies in the small
    program (unit 3: its kernels call each a handful of times a row):
    ptxas then allocates registers over several small functions instead
-   of one large one, and the program compiles about 0.2 s faster (1.29 to
+   of one large one, and the program compiles about 0.2 s faster (1.26 to
    1.08 s, sm_90, one core). Elsewhere they stay inlined: as calls they
    gave ms_k_sums a 240-byte stack and spills. */
 #if defined(MS_UNIT) && MS_UNIT == 3
@@ -317,8 +317,58 @@ template <class T> __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
+/* p points to global memory. Where a row's pointer reaches a function
+   that is not inlined (row_stats), NVVM no longer knows that, and its
+   16-byte loads were generic (LD.E.128, which resolve the address space
+   at run time) instead of global ones (LDG.E.128, as in every other
+   pass); this says so. */
+#ifdef MS_EMU_SHIM_H
+#define MS_ASSUME_GLOBAL(p) ((void)(p))
+#else
+#define MS_ASSUME_GLOBAL(p) __builtin_assume(__isGlobal(p))
+#endif
+
 /* Four floats read as one 16-byte load. */
 struct alignas(16) F4 { float x, y, z, w; };
+
+/* MS_L2PF (KB; 0, the default, is off): on sm_90 and newer the full-row
+   passes (row_for, tile_pass) ask L2 for the bytes a block will read
+   MS_L2PF KB further on, one cp.async.bulk.prefetch.L2 of a loop step's
+   bytes a step, issued by thread 0. The loads that follow then wait on
+   L2 rather than on memory, and the memory sees that many more bytes in
+   flight without a register held for them: a pass that keeps U 16-byte
+   loads a thread in flight (32 KB a block at U = 2 and 256 threads) may
+   not cover the memory's latency at full bandwidth (session 18 measured
+   ms_k_stats at 62% of DRAM bandwidth). A hint only: no result depends
+   on it. Chosen among NVRTC's options (-DMS_L2PF=32, say, in
+   MYSAMPLE_CUDA_NVRTC_OPTIONS), to time before it becomes a default. */
+#ifndef MS_L2PF
+#define MS_L2PF 0
+#endif
+/* Asks L2 for [p, p + bytes): p 16-byte aligned, bytes a positive
+   multiple of 16. A no-op before sm_90; the emulator (which compiles the
+   kernels with MS_L2PF set) checks those rules and that the range lies
+   in one allocation. */
+__device__ __forceinline__ void l2_prefetch(const void *p, u32 bytes) {
+#if MS_L2PF > 0 && defined(MS_EMU_SHIM_H)
+  ms_emu_l2_prefetch(p, bytes);
+#elif MS_L2PF > 0 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\tcp.async.bulk.prefetch.L2.global [g], %1;\n\t}"
+               :: "l"(p), "r"(bytes) : "memory");
+#else
+  (void)p; (void)bytes;
+#endif
+}
+/* The prefetch of a loop over 16-byte vectors q[0, n) that takes `step`
+   of them a step: how far ahead it asks (whole steps, in vectors; once
+   per loop: a division), then at the loop's start (j < 0) its first
+   `ahead` vectors, and at the step that begins at j the step `ahead`
+   after it. */
+__device__ __forceinline__ i32 l2_ahead_of(i32 step) { return max(1, (MS_L2PF * 1024 / 16) / step) * step; }
+__device__ __forceinline__ void l2_ahead(const F4 *q, i32 n, i32 j, i32 step, i32 ahead) {
+  const i32 b = j < 0 ? 0 : j + ahead, e = min(n, j < 0 ? ahead : j + ahead + step);
+  if (b < e) l2_prefetch(q + b, (u32)(e - b) * 16u);
+}
 
 /* Calls f(i, p[i]) for every i in [beg, end), split over the block's
    threads: the body of every full-row pass. The aligned middle is read
@@ -338,7 +388,11 @@ __device__ __forceinline__ void row_for(const float *p, i32 beg, i32 end, F &&f)
   const i32 n4 = (end - a) >> 2;
   const i32 rest = end - a - 4 * n4;   /* the tail, after the aligned middle */
   const F4 *q = (const F4 *)(p + a);
+  MS_ASSUME_GLOBAL(q);
+  const i32 ahead = MS_L2PF > 0 && tid == 0 ? l2_ahead_of(U * nt) : 0;
+  if (MS_L2PF > 0 && tid == 0) l2_ahead(q, n4, -1, U * nt, ahead);
   for (i32 j = tid; j < n4; j += U * nt) {
+    if (MS_L2PF > 0 && tid == 0) l2_ahead(q, n4, j, U * nt, ahead);
     F4 v[U];
 #pragma unroll
     for (int u = 0; u < U; u++) if (j + u * nt < n4) v[u] = q[j + u * nt];
@@ -797,7 +851,14 @@ __device__ __forceinline__ void tile_pass(const float *src, i32 V, i32 t_beg, i3
   static_assert(NT == 2 || NT == 4, "tile_pass: 2 or 4 tiles at a time");
   const i32 lane = (i32)threadIdx.x & 31, nw = (i32)blockDim.x >> 5, TILE = 32 * E;
   const bool vec = ((unsigned long long)src & 15u) == 0u;
+  /* (the prefetch: the block's tiles as 16-byte vectors, NT * nw tiles a step; thread 0 takes each step's first tile) */
+  const bool pf = MS_L2PF > 0 && vec && threadIdx.x == 0 && t_beg < t_end;
+  const F4 *pq = (const F4 *)(src + (long long)t_beg * TILE);
+  const i32 pn = (i32)((min((long long)t_end * TILE, (long long)V) - (long long)t_beg * TILE) >> 2), pstep = NT * nw * (TILE >> 2);
+  const i32 pahead = pf ? l2_ahead_of(pstep) : 0;
+  if (pf) l2_ahead(pq, pn, -1, pstep, pahead);
   for (i32 t0 = t_beg + ((i32)threadIdx.x >> 5); t0 < t_end; t0 += NT * nw) {
+    if (pf) l2_ahead(pq, pn, (t0 - t_beg) * (TILE >> 2), pstep, pahead);
     T s[4] = { 0, 0, 0, 0 };   /* (NT = 2: the last two stay 0) */
     const i32 t3 = t0 + (NT - 1) * nw;
     const bool whole = vec && t3 < t_end && (t3 + 1) * TILE <= V && ((t3 + 1) * TILE - 1 <= cut || t0 * TILE > cut);

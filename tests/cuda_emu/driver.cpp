@@ -333,6 +333,8 @@ bool image_has(const std::vector<char> &img, const char *name) {
 
 }  // namespace
 
+int ms_emu_in_allocation(uintptr_t a, size_t n) { return find_range(a, n) != NULL; }
+
 void ms_emu_describe_address(uintptr_t p, char *buf, size_t size) {
   /* (in a fault handler: reads the map, allocates nothing) */
   const std::map<uintptr_t, alloc_t> &m = D().allocs;
@@ -1058,6 +1060,13 @@ MS_EMU_API const char *msEmuFiberKind(void) { return ms_emu_fiber_kind(); }
 MS_EMU_API void msEmuGetStats(unsigned long long *launches, unsigned long long *blocks, unsigned long long *switches) {
   lock_guard g;
   ms_emu_stats(launches, blocks, switches);
+}
+
+/* The L2 prefetches the kernels asked for (each checked: kernels.cu's
+   l2_prefetch) and their bytes, since the library was loaded. */
+MS_EMU_API void msEmuGetPrefetches(unsigned long long *n, unsigned long long *bytes) {
+  lock_guard g;
+  ms_emu_prefetch_stats(n, bytes);
 }
 
 namespace {

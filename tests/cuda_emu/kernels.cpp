@@ -3,6 +3,9 @@
    extern "C" __global__ functions with their __launch_bounds__) is
    generated from kernels.cu by mk/cuda_emu.mk, so no name is listed by hand. */
 #include "shim.h"
+/* the L2 prefetches on, 32 KB ahead (a hint on a GPU, off there by
+   default): the emulator checks each one's range (ms_emu_l2_prefetch) */
+#define MS_L2PF 32
 #include "kernels.cu"
 #include <cstddef>
 

@@ -100,6 +100,7 @@ struct engine {
   char error[1024];
   /* counters (MYSAMPLE_CUDA_EMU_STATS) */
   unsigned long long n_switches, n_blocks, n_launches;
+  unsigned long long n_prefetches, prefetch_bytes;
 };
 
 engine E;
@@ -717,6 +718,23 @@ void ms_emu_stats(unsigned long long *launches, unsigned long long *blocks, unsi
   if (launches) *launches = E.n_launches;
   if (blocks) *blocks = E.n_blocks;
   if (switches) *switches = E.n_switches;
+}
+
+void ms_emu_l2_prefetch(const void *p, unsigned bytes) {
+  const uintptr_t a = (uintptr_t)p;
+  E.n_prefetches++;
+  E.prefetch_bytes += bytes;
+  if ((a & 15u) || bytes == 0 || (bytes & 15u))
+    fail("thread %u: cp.async.bulk.prefetch.L2 [%p], %u: the address must be 16-byte aligned and the size a positive "
+         "multiple of 16", E.cur ? E.cur->ids.linear : 0u, p, bytes);
+  else if (!ms_emu_in_allocation(a, bytes))
+    fail("thread %u: cp.async.bulk.prefetch.L2 [%p], %u: not inside one allocation", E.cur ? E.cur->ids.linear : 0u, p,
+         bytes);
+}
+
+void ms_emu_prefetch_stats(unsigned long long *n, unsigned long long *bytes) {
+  if (n) *n = E.n_prefetches;
+  if (bytes) *bytes = E.prefetch_bytes;
 }
 
 int ms_emu_set_schedule(const char *how) {

@@ -31,6 +31,13 @@ const char *ms_emu_fiber_kind(void);
 /* Describes which allocation an address lies in or next to (driver.cpp). */
 void ms_emu_describe_address(uintptr_t a, char *buf, size_t size);
 
+/* Whether [a, a + n) lies inside one allocation (driver.cpp; reads the
+   map as describe_address does: a kernel runs under the driver's lock). */
+int ms_emu_in_allocation(uintptr_t a, size_t n);
+
+/* The checked L2 prefetches so far and their bytes (ms_emu_l2_prefetch). */
+void ms_emu_prefetch_stats(unsigned long long *n, unsigned long long *bytes);
+
 /* A registered kernel by its name, or NULL. */
 const ms_emu_kernel *ms_emu_find_kernel(const char *name);
 #endif

@@ -96,3 +96,9 @@ struct emu_t_pair { unsigned long long a; unsigned b, c; };
 extern "C" __global__ void emu_t_args(unsigned *out, emu_t_pair p) {
   if (threadIdx.x == 0) { out[0] = (unsigned)p.a; out[1] = (unsigned)(p.a >> 32); out[2] = p.b; out[3] = p.c; }
 }
+
+/* Thread 0 asks L2 for [p + off, p + off + bytes) (cp.async.bulk.prefetch.L2,
+   as kernels.cu's l2_prefetch: the emulator checks the range). */
+extern "C" __global__ void emu_t_prefetch(unsigned char *p, unsigned off, unsigned bytes) {
+  if (threadIdx.x == 0) ms_emu_l2_prefetch(p + off, bytes);
+}

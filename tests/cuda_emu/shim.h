@@ -28,6 +28,11 @@ extern ms_emu_dim3 ms_emu_block_idx, ms_emu_block_dim, ms_emu_grid_dim;
 enum { MS_EMU_SHFL_XOR = 1, MS_EMU_SHFL_UP, MS_EMU_SHFL_DOWN, MS_EMU_SHFL_IDX, MS_EMU_BALLOT, MS_EMU_SYNCWARP };
 uint64_t ms_emu_warp_op(int op, unsigned mask, uint64_t value, int arg, int width);
 void ms_emu_syncthreads(void);
+/* cp.async.bulk.prefetch.L2 (kernels.cu's l2_prefetch, compiled in with
+   MS_L2PF): a hint on a GPU; here it checks what the hardware requires
+   (16-byte aligned, a positive multiple of 16 bytes, inside one
+   allocation: the prefetch's address arithmetic) and counts. */
+void ms_emu_l2_prefetch(const void *p, unsigned bytes);
 
 #define threadIdx (ms_emu_cur_ids->tidx)
 #define blockIdx ms_emu_block_idx

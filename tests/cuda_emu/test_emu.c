@@ -51,6 +51,7 @@ static struct {
   void (*stats)(unsigned long long *, unsigned long long *, unsigned long long *);
   const char *(*fiber_kind)(void);
   unsigned long long (*check_fx)(unsigned long long *, uint32_t *);
+  void (*prefetches)(unsigned long long *, unsigned long long *);
 } D;
 
 static void *lib, *ctx, *mod;
@@ -59,7 +60,7 @@ static const char *const ptx =
   ".entry emu_t_intrinsics(\n.entry emu_t_grid(\n.entry emu_t_exit_before_barrier(\n"
   ".entry emu_t_divergent_barrier(\n.entry emu_t_exit_in_shuffle(\n.entry emu_t_barrier_vs_shuffle(\n"
   ".entry emu_t_missing_barrier(\n.entry emu_t_uninit_shared(\n.entry emu_t_bounded(\n.entry emu_t_args(\n"
-  ".entry emu_t_not_compiled_in(\n";
+  ".entry emu_t_not_compiled_in(\n.entry emu_t_prefetch(\n";
 
 #define SYM(f, n) do { void *s_ = dlsym(lib, n); memcpy(&(f), &s_, sizeof s_); if (!s_) { printf("  missing %s\n", n); ok = 0; } } while (0)
 static int load_lib(const char *path) {
@@ -79,7 +80,7 @@ static int load_lib(const char *path) {
   SYM(D.event_create, "cuEventCreate"); SYM(D.event_record, "cuEventRecord"); SYM(D.event_sync, "cuEventSynchronize");
   SYM(D.event_destroy, "cuEventDestroy_v2"); SYM(D.errstr, "cuGetErrorString");
   SYM(D.set_option, "msEmuSetOption"); SYM(D.stats, "msEmuGetStats"); SYM(D.fiber_kind, "msEmuFiberKind");
-  SYM(D.check_fx, "msEmuCheckFx");
+  SYM(D.check_fx, "msEmuCheckFx"); SYM(D.prefetches, "msEmuGetPrefetches");
   return ok;
 }
 
@@ -388,6 +389,33 @@ static void test_two_threads(void) {
   CHECK_EQ_INT(thread_bad, 0);
 }
 
+/* ---- the L2 prefetch's checks ---------------------------------------------------- */
+/* cp.async.bulk.prefetch.L2 wants a 16-byte aligned address, a positive
+   multiple of 16 bytes, and (here) a range inside one allocation: a
+   launch whose prefetch breaks a rule fails with a message; each one is
+   counted. */
+static CUresult launch_prefetch(CUdeviceptr p, unsigned off, unsigned bytes) {
+  void *args[3];
+  args[0] = &p; args[1] = &off; args[2] = &bytes;
+  return D.launch(fn("emu_t_prefetch"), 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+}
+static void test_prefetch(void) {
+  CUdeviceptr p = 0;
+  unsigned long long n0 = 0, b0 = 0, n1 = 0, b1 = 0;
+  CHECK_EQ_INT(D.alloc(&p, 256), 0);
+  D.prefetches(&n0, &b0);
+  CHECK_EQ_INT(launch_prefetch(p, 0, 256), 0);
+  CHECK_EQ_INT(launch_prefetch(p, 16, 240), 0);
+  D.prefetches(&n1, &b1);
+  CHECK(n1 == n0 + 2 && b1 == b0 + 496);
+  CHECK(launch_prefetch(p, 8, 16) != 0);     /* misaligned */
+  CHECK(launch_prefetch(p, 0, 24) != 0);     /* not a multiple of 16 */
+  CHECK(launch_prefetch(p, 0, 0) != 0);      /* empty */
+  CHECK(launch_prefetch(p, 16, 256) != 0);   /* past the end */
+  CHECK_EQ_INT(launch_prefetch(p, 240, 16), 0);
+  CHECK_EQ_INT(D.free_(p), 0);
+}
+
 /* ---- helpers of kernels.cu run on the host ------------------------------------ */
 /* The integer mass of a logit (fxw: no exp under e^-32, one rounding of
    w * 2^44 in float) equals the exact weight's in double, over ~30
@@ -421,6 +449,7 @@ int main(int argc, char **argv) {
   t_run("cuda-emu:deferred", test_deferred);
   t_run("cuda-emu:two_threads", test_two_threads);
   t_run("cuda-emu:fxw", test_fxw);
+  t_run("cuda-emu:prefetch", test_prefetch);
   D.unload(mod);
   D.pop(NULL);
   D.release(0);
