@@ -1495,30 +1495,16 @@ static void test_gpu_topp_bins_large(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
-/* Launches with programmatic stream serialization (ms_cuda_pdl: the
-   kernels start while the previous one finishes, griddepcontrol.wait
-   inside) give the same distributions, tokens and logprobs as plain
-   launches ($MYSAMPLE_CUDA_PDL = 0), over every route: greedy, top_p,
-   top_k + top_p (candidates), min_p, processed logprobs, several blocks
-   per row and one. The emulator reports sm_90 and takes cuLaunchKernelEx,
-   so there PDL must be on; so on a GPU of sm_90 or newer. On the
-   emulator, a driver that refuses the attribute too. */
-static void test_gpu_pdl_matches_plain(void) {
-  enum { R = 6, V = 9000 };
-  static float logits[R * V], probs[2][R * V];
-  static ms_logprob top[2][R * 5];
-  ms_params ps[R];
-  const ms_params *pp[R];
-  int32_t tok[2][R];
-  ms_cuda_out out[2][R];
-  int r, m, si;
-  if (!t_gpu()) SKIP(t_why);
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#else
-  for (r = 0; r < R; r++) {
+/* Six rows over the GPU's routes, for tests that compare two builds or
+   launch modes bit for bit: greedy, top_p, top_k + top_p (candidates),
+   min_p, processed logprobs (5), a large top_k with a temperature; logits
+   at three spreads, seeds from seed. */
+enum { T_ROUTES = 6 };
+static void t_route_rows(float *logits, int V, ms_params *ps, const ms_params **pp, uint64_t seed) {
+  int r;
+  for (r = 0; r < T_ROUTES; r++) {
     ps[r] = ms_params_default();
-    ps[r].seed = 90u + (uint64_t)r; ps[r].has_seed = 1;
+    ps[r].seed = seed + (uint64_t)r; ps[r].has_seed = 1;
     t_fill(logits + (size_t)r * V, V, 1.0f + 0.5f * (float)(r % 3));
     pp[r] = &ps[r];
   }
@@ -1528,6 +1514,40 @@ static void test_gpu_pdl_matches_plain(void) {
   ps[3].min_p = 0.05f;
   ps[4].top_p = 0.8f; ps[4].logprobs = 5; ps[4].logprobs_mode = MS_LOGPROBS_PROCESSED;
   ps[5].top_k = 300; ps[5].temperature = 0.7f;
+}
+/* t_batch_run's results of two runs over T_ROUTES rows are the same bits. */
+static void t_same_runs(const float *probs0, const float *probs1, size_t n_probs, const int32_t *tok0, const int32_t *tok1,
+                        const ms_logprob *top0, const ms_logprob *top1, size_t n_top, const ms_cuda_out *out0,
+                        const ms_cuda_out *out1) {
+  int r;
+  CHECK(memcmp(probs0, probs1, n_probs * sizeof *probs0) == 0);
+  CHECK(memcmp(tok0, tok1, T_ROUTES * sizeof *tok0) == 0);
+  CHECK(memcmp(top0, top1, n_top * sizeof *top0) == 0);
+  for (r = 0; r < T_ROUTES; r++) CHECK(out0[r].token == out1[r].token && out0[r].logprob == out1[r].logprob);
+}
+
+/* Launches with programmatic stream serialization (ms_cuda_pdl: the
+   kernels start while the previous one finishes, griddepcontrol.wait
+   inside) give the same distributions, tokens and logprobs as plain
+   launches ($MYSAMPLE_CUDA_PDL = 0), over every route: greedy, top_p,
+   top_k + top_p (candidates), min_p, processed logprobs, several blocks
+   per row and one. The emulator reports sm_90 and takes cuLaunchKernelEx,
+   so there PDL must be on; so on a GPU of sm_90 or newer. On the
+   emulator, a driver that refuses the attribute too. */
+static void test_gpu_pdl_matches_plain(void) {
+  enum { R = T_ROUTES, V = 9000 };
+  static float logits[R * V], probs[2][R * V];
+  static ms_logprob top[2][R * 5];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[2][R];
+  ms_cuda_out out[2][R];
+  int m, si;
+  if (!t_gpu()) SKIP(t_why);
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#else
+  t_route_rows(logits, V, ps, pp, 90u);
   for (si = 0; si < 2; si++) {
     for (m = 0; m < 2; m++) {
       ms_cuda *cu;
@@ -1541,10 +1561,7 @@ static void test_gpu_pdl_matches_plain(void) {
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
-    CHECK(memcmp(probs[0], probs[1], sizeof probs[0]) == 0);
-    CHECK(memcmp(tok[0], tok[1], sizeof tok[0]) == 0);
-    CHECK(memcmp(top[0], top[1], sizeof top[0]) == 0);
-    for (r = 0; r < R; r++) CHECK(out[0][r].token == out[1][r].token && out[0][r].logprob == out[1][r].logprob);
+    t_same_runs(probs[0], probs[1], (size_t)R * V, tok[0], tok[1], top[0], top[1], (size_t)R * 5, out[0], out[1]);
   }
   unsetenv("MYSAMPLE_CUDA_PDL");
   if (t_emu) {
@@ -1577,14 +1594,14 @@ static void test_gpu_pdl_matches_plain(void) {
    reads its counters: the passes asked for some bytes, and no more than
    a few reads of the batch. */
 static void test_gpu_l2_prefetch(void) {
-  enum { R = 6, V = 9001 };
+  enum { R = T_ROUTES, V = 9001 };
   static float logits[R * V], probs[2][R * V];
   static ms_logprob top[2][R * 5];
   ms_params ps[R];
   const ms_params *pp[R];
   int32_t tok[2][R];
   ms_cuda_out out[2][R];
-  int r, m, si;
+  int m, si;
   if (!t_gpu()) SKIP(t_why);
 #ifdef _WIN32
   SKIP("setenv: POSIX only");
@@ -1597,37 +1614,23 @@ static void test_gpu_l2_prefetch(void) {
     memcpy(&emu_prefetches, &sym, sizeof sym);
     CHECK_MSG(emu_prefetches != NULL, "the emulator (%s) has no msEmuGetPrefetches", path ? path : "?");
   }
-  for (r = 0; r < R; r++) {
-    ps[r] = ms_params_default();
-    ps[r].seed = 70u + (uint64_t)r; ps[r].has_seed = 1;
-    t_fill(logits + (size_t)r * V, V, 1.0f + 0.5f * (float)(r % 3));
-    pp[r] = &ps[r];
-  }
-  ps[0].temperature = 0.0f;
-  ps[1].top_p = 0.9f;
-  ps[2].top_k = 50; ps[2].top_p = 0.95f;
-  ps[3].min_p = 0.05f;
-  ps[4].top_p = 0.8f; ps[4].logprobs = 5; ps[4].logprobs_mode = MS_LOGPROBS_PROCESSED;
-  ps[5].top_k = 300; ps[5].temperature = 0.7f;
+  t_route_rows(logits, V, ps, pp, 70u);
   for (si = 0; si < 2; si++) {
-    unsigned long long n0 = 0, b0 = 0, n1 = 0, b1 = 0;
+    unsigned long long n0 = 0, b0 = 0, n1 = 0, b1 = 0;   /* the emulator's counters around the prefetching run */
     for (m = 0; m < 2; m++) {
       ms_cuda *cu;
       t_dev g;
       if (m) setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-DMS_L2PF=32", 1);
       else unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
       if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS"); return; }
-      if (emu_prefetches) emu_prefetches(&n0, &b0);
+      if (emu_prefetches && m) emu_prefetches(&n0, &b0);
       t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
-      if (emu_prefetches) emu_prefetches(&n1, &b1);
+      if (emu_prefetches && m) emu_prefetches(&n1, &b1);
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
     unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
-    CHECK(memcmp(probs[0], probs[1], sizeof probs[0]) == 0);
-    CHECK(memcmp(tok[0], tok[1], sizeof tok[0]) == 0);
-    CHECK(memcmp(top[0], top[1], sizeof top[0]) == 0);
-    for (r = 0; r < R; r++) CHECK(out[0][r].token == out[1][r].token && out[0][r].logprob == out[1][r].logprob);
+    t_same_runs(probs[0], probs[1], (size_t)R * V, tok[0], tok[1], top[0], top[1], (size_t)R * 5, out[0], out[1]);
     if (emu_prefetches) {
       /* t_batch_run samples the batch once and takes its distributions once */
       const unsigned long long batch = (unsigned long long)R * V * 4u;
