@@ -3069,18 +3069,28 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
    such rows then needs no pass launch at all. Rows with logprobs and
    probs calls end in ms_k_row, as after the passes. In the small
    program (NVRTC's fast compile: in ms_k_sums's, at full optimisation,
-   it made that program the largest, 2.3 s against 1.3). */
-extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_tail(Args A) {
+   it made that program the largest, 2.3 s against 1.3). (256, 4): at
+   most 64 registers, four blocks an SM (a batch of 4 x SMs rows in one
+   wave); the fast compile had given it 164 registers, one block an SM. */
+extern "C" __global__ void __launch_bounds__(MS_ST, 4) ms_k_tail(Args A_) {
   ms_pdl_start();
   __shared__ union { double d[MS_BINS]; u32 u[4 * MS_CAND]; } sh;   /* select_mass, end_cands, end_draw */
   static_assert(MS_BINS * 8 >= MS_CAND * 16, "ms_k_tail's scratch: end_cands's keys, ids and weights");
   __shared__ Row sR;
   __shared__ CandSh s_c;
   __shared__ DrawSh s_draw;
-  const i32 r = blockIdx.x, tid = threadIdx.x, V = A.vocab;
-  Sel *Q = (Sel *)A.sel + r;
-  row_to_shared(&sR, A, r);
+  /* end_cands and end_draw are calls here (MS_BLOCK_FN) taking the
+     arguments by reference: one copy in shared memory, as ms_k_stats's
+     (a reference to the parameter had every thread copy it to local
+     memory: a 248-byte stack) */
+  __shared__ Args sA;
+  const i32 r = blockIdx.x, tid = threadIdx.x;
+  if (tid == 0) sA = A_;
+  row_to_shared(&sR, A_, r);
   __syncthreads();
+  const Args &A = sA;
+  const i32 V = A.vocab;
+  Sel *Q = (Sel *)A.sel + r;
   const Row &R = sR;
   if (R.status != 0 || !(R.flags & F_KFAST) || (R.flags & F_GREEDY) || Q->status != 0) return;
   const i32 cand = Q->cand;
