@@ -6,19 +6,26 @@ them at once). No GPU needed, only NVRTC.
 
 usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
                                [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5]
-                               [-D NAME=VALUE ...]
+                               [-D NAME=VALUE ...] [--save DIR]
 
 Prints the best of --reps compiles per program (the programs alternate
 between reps, so a slow spell of the machine touches all of them), then
 the largest. Several --source files (an older kernels.cu from `git show
 REV:src/cuda/kernels.cu`, say) are compiled in turn within each rep and
-printed side by side, so a noisy machine slows them alike. The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
+printed side by side, so a noisy machine slows them alike. --save DIR
+writes each program's CUBIN (the first source's) as DIR/program-U.cubin:
+`cuobjdump -res-usage` then gives the registers and stack of the build
+the library loads (NVRTC's, with --Ofast-compile=min where it applies),
+which nvcc's full optimisation of the same source need not match.
+
+The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
 -DMS_UNIT=u, and --Ofast-compile=min for the programs of kernels the
 figures never run (FAST_UNITS below; keep it in step with
 ms__cu_unit_fast_ok). -D adds a define to every program (-D MS_TOPP_BINS=1:
 the programs of an ms_cuda with top_p's bins)."""
 import argparse
 import ctypes
+import os
 import sys
 import time
 
@@ -36,7 +43,7 @@ def load(path):
     sys.exit("nvrtc_programs: NVRTC could not be loaded (--nvrtc PATH)")
 
 
-def compile_once(lib, src, opts):
+def compile_once(lib, src, opts, save=None):
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"mysample_kernels.cu", 0, None, None) != 0:
         sys.exit("nvrtc_programs: nvrtcCreateProgram failed")
@@ -50,6 +57,13 @@ def compile_once(lib, src, opts):
         buf = ctypes.create_string_buffer(n.value)
         lib.nvrtcGetProgramLog(prog, buf)
         sys.exit("nvrtc_programs: %s failed:\n%s" % (" ".join(opts), buf.value.decode(errors="replace")[:4000]))
+    if save:
+        n = ctypes.c_size_t()
+        if lib.nvrtcGetCUBINSize(prog, ctypes.byref(n)) == 0 and n.value:
+            buf = ctypes.create_string_buffer(n.value)
+            lib.nvrtcGetCUBIN(prog, buf)
+            with open(save, "wb") as f:
+                f.write(buf.raw)
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
     return dt
 
@@ -62,19 +76,23 @@ def main():
     ap.add_argument("--source", action="append", default=[])
     ap.add_argument("--units", default="0,1,2,3,4,5")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--save", default=None, metavar="DIR")
     a = ap.parse_args()
     lib = load(a.nvrtc)
     paths = a.source or ["src/cuda/kernels.cu"]
     srcs = [open(p, "rb").read() for p in paths]
     units = [int(u) for u in a.units.split(",")]
     best = [{u: float("inf") for u in units} for _ in srcs]
-    for _ in range(a.reps):
+    if a.save:
+        os.makedirs(a.save, exist_ok=True)
+    for rep in range(a.reps):
         for u in units:
             opts = ["-std=c++14", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
             if u in FAST_UNITS:
                 opts.append("--Ofast-compile=min")
             for k, src in enumerate(srcs):
-                best[k][u] = min(best[k][u], compile_once(lib, src, opts))
+                save = os.path.join(a.save, "program-%d.cubin" % u) if a.save and k == 0 and rep == 0 else None
+                best[k][u] = min(best[k][u], compile_once(lib, src, opts, save))
     if len(srcs) > 1:
         print("program  " + "  ".join("%12s" % p[-12:] for p in paths))
     for u in units:
