@@ -81,6 +81,12 @@ if [ $headers_only = 0 ]; then
     if [ $rc = 3 ]; then echo "SKIP mysample cuda-compile: NVRTC not found"
     elif [ $rc = 0 ]; then echo "$out"; pass "mysample cuda-compile sm_80 sm_90"
     else echo "$out"; bad "mysample cuda-compile"; fi
+    # the oldest target NVRTC 13 has (sm_70 needs NVRTC 12): kernels
+    # "correct on sm_70 and newer" must not use sm_80+ features unguarded
+    out=$(build/mysample cuda-compile --arch sm_75 2>&1); rc=$?
+    if [ $rc = 0 ]; then echo "$out" | head -1; pass "mysample cuda-compile sm_75"
+    elif [ $rc = 3 ]; then echo "SKIP mysample cuda-compile sm_75: NVRTC not found"
+    else echo "$out"; bad "mysample cuda-compile sm_75"; fi
     # MYSAMPLE_CUDA_NO_PTHREAD: the programs compile one after another
     cat > "$tmp/serial.c" <<'C'
 #define MYSAMPLE_IMPLEMENTATION
