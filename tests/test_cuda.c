@@ -1498,15 +1498,30 @@ static void test_gpu_topp_bins_large(void) {
 /* Six rows over the GPU's routes, for tests that compare two builds or
    launch modes bit for bit: greedy, top_p, top_k + top_p (candidates),
    min_p, processed logprobs (5), a large top_k with a temperature; logits
-   at three spreads, seeds from seed. */
-enum { T_ROUTES = 6 };
-static void t_route_rows(float *logits, int V, ms_params *ps, const ms_params **pp, uint64_t seed) {
+   at three spreads. run[m] holds t_batch_run's results of mode m. */
+enum { T_ROUTES = 6, T_ROUTES_MAXV = 9001 };
+typedef struct {
+  int V;
+  float logits[T_ROUTES * T_ROUTES_MAXV];
+  ms_params ps[T_ROUTES];
+  const ms_params *pp[T_ROUTES];
+  struct {
+    float probs[T_ROUTES * T_ROUTES_MAXV];
+    int32_t tok[T_ROUTES];
+    ms_cuda_out out[T_ROUTES];
+    ms_logprob top[T_ROUTES * 5];
+  } run[2];
+} t_routes;
+/* The rows at vocabulary V (<= T_ROUTES_MAXV), seeds from seed. */
+static void t_routes_init(t_routes *t, int V, uint64_t seed) {
+  ms_params *ps = t->ps;
   int r;
+  t->V = V;
   for (r = 0; r < T_ROUTES; r++) {
     ps[r] = ms_params_default();
     ps[r].seed = seed + (uint64_t)r; ps[r].has_seed = 1;
-    t_fill(logits + (size_t)r * V, V, 1.0f + 0.5f * (float)(r % 3));
-    pp[r] = &ps[r];
+    t_fill(t->logits + (size_t)r * V, V, 1.0f + 0.5f * (float)(r % 3));
+    t->pp[r] = &ps[r];
   }
   ps[0].temperature = 0.0f;
   ps[1].top_p = 0.9f;
@@ -1515,15 +1530,19 @@ static void t_route_rows(float *logits, int V, ms_params *ps, const ms_params **
   ps[4].top_p = 0.8f; ps[4].logprobs = 5; ps[4].logprobs_mode = MS_LOGPROBS_PROCESSED;
   ps[5].top_k = 300; ps[5].temperature = 0.7f;
 }
-/* t_batch_run's results of two runs over T_ROUTES rows are the same bits. */
-static void t_same_runs(const float *probs0, const float *probs1, size_t n_probs, const int32_t *tok0, const int32_t *tok1,
-                        const ms_logprob *top0, const ms_logprob *top1, size_t n_top, const ms_cuda_out *out0,
-                        const ms_cuda_out *out1) {
+/* t_batch_run of the rows into run[m] (cu made by t_make for T_ROUTES rows
+   of t->V, top stride 5). */
+static void t_routes_run(ms_cuda *cu, t_dev *g, t_routes *t, int m) {
+  t_batch_run(cu, g, t->logits, T_ROUTES, t->V, t->pp, 5, t->run[m].probs, t->run[m].tok, t->run[m].out, t->run[m].top);
+}
+/* The two runs gave the same bits. */
+static void t_routes_same(const t_routes *t) {
   int r;
-  CHECK(memcmp(probs0, probs1, n_probs * sizeof *probs0) == 0);
-  CHECK(memcmp(tok0, tok1, T_ROUTES * sizeof *tok0) == 0);
-  CHECK(memcmp(top0, top1, n_top * sizeof *top0) == 0);
-  for (r = 0; r < T_ROUTES; r++) CHECK(out0[r].token == out1[r].token && out0[r].logprob == out1[r].logprob);
+  CHECK(memcmp(t->run[0].probs, t->run[1].probs, (size_t)T_ROUTES * (size_t)t->V * sizeof(float)) == 0);
+  CHECK(memcmp(t->run[0].tok, t->run[1].tok, sizeof t->run[0].tok) == 0);
+  CHECK(memcmp(t->run[0].top, t->run[1].top, sizeof t->run[0].top) == 0);
+  for (r = 0; r < T_ROUTES; r++)
+    CHECK(t->run[0].out[r].token == t->run[1].out[r].token && t->run[0].out[r].logprob == t->run[1].out[r].logprob);
 }
 
 /* Launches with programmatic stream serialization (ms_cuda_pdl: the
@@ -1536,18 +1555,13 @@ static void t_same_runs(const float *probs0, const float *probs1, size_t n_probs
    emulator, a driver that refuses the attribute too. */
 static void test_gpu_pdl_matches_plain(void) {
   enum { R = T_ROUTES, V = 9000 };
-  static float logits[R * V], probs[2][R * V];
-  static ms_logprob top[2][R * 5];
-  ms_params ps[R];
-  const ms_params *pp[R];
-  int32_t tok[2][R];
-  ms_cuda_out out[2][R];
+  static t_routes t;
   int m, si;
   if (!t_gpu()) SKIP(t_why);
 #ifdef _WIN32
   SKIP("setenv: POSIX only");
 #else
-  t_route_rows(logits, V, ps, pp, 90u);
+  t_routes_init(&t, V, 90u);
   for (si = 0; si < 2; si++) {
     for (m = 0; m < 2; m++) {
       ms_cuda *cu;
@@ -1557,11 +1571,11 @@ static void test_gpu_pdl_matches_plain(void) {
       if (m) CHECK_EQ_INT(ms_cuda_pdl(cu), 0);
       else if (t_emu || (strncmp(ms_cuda_target(cu), "sm_", 3) == 0 && atoi(ms_cuda_target(cu) + 3) >= 90))
         CHECK_EQ_INT(ms_cuda_pdl(cu), 1);
-      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
+      t_routes_run(cu, &g, &t, m);
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
-    t_same_runs(probs[0], probs[1], (size_t)R * V, tok[0], tok[1], top[0], top[1], (size_t)R * 5, out[0], out[1]);
+    t_routes_same(&t);
   }
   unsetenv("MYSAMPLE_CUDA_PDL");
   if (t_emu) {
@@ -1572,10 +1586,10 @@ static void test_gpu_pdl_matches_plain(void) {
     setenv("MYSAMPLE_CUDA_EMU_NO_PDL", "1", 1);
     if (t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_DEFAULT, 5)) {
       CHECK_EQ_INT(ms_cuda_pdl(cu), 1);
-      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[0], tok[0], out[0], top[0]);
+      t_routes_run(cu, &g, &t, 0);
       CHECK_EQ_INT(ms_cuda_pdl(cu), 0);
-      CHECK(memcmp(probs[0], probs[1], sizeof probs[0]) == 0);
-      CHECK(memcmp(tok[0], tok[1], sizeof tok[0]) == 0);
+      CHECK(memcmp(t.run[0].probs, t.run[1].probs, (size_t)R * V * sizeof(float)) == 0);
+      CHECK(memcmp(t.run[0].tok, t.run[1].tok, sizeof t.run[0].tok) == 0);
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
@@ -1594,13 +1608,8 @@ static void test_gpu_pdl_matches_plain(void) {
    reads its counters: the passes asked for some bytes, and no more than
    a few reads of the batch. */
 static void test_gpu_l2_prefetch(void) {
-  enum { R = T_ROUTES, V = 9001 };
-  static float logits[R * V], probs[2][R * V];
-  static ms_logprob top[2][R * 5];
-  ms_params ps[R];
-  const ms_params *pp[R];
-  int32_t tok[2][R];
-  ms_cuda_out out[2][R];
+  enum { R = T_ROUTES, V = T_ROUTES_MAXV };
+  static t_routes t;
   int m, si;
   if (!t_gpu()) SKIP(t_why);
 #ifdef _WIN32
@@ -1614,7 +1623,7 @@ static void test_gpu_l2_prefetch(void) {
     memcpy(&emu_prefetches, &sym, sizeof sym);
     CHECK_MSG(emu_prefetches != NULL, "the emulator (%s) has no msEmuGetPrefetches", path ? path : "?");
   }
-  t_route_rows(logits, V, ps, pp, 70u);
+  t_routes_init(&t, V, 70u);
   for (si = 0; si < 2; si++) {
     unsigned long long n0 = 0, b0 = 0, n1 = 0, b1 = 0;   /* the emulator's counters around the prefetching run */
     for (m = 0; m < 2; m++) {
@@ -1624,13 +1633,13 @@ static void test_gpu_l2_prefetch(void) {
       else unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
       if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS"); return; }
       if (emu_prefetches && m) emu_prefetches(&n0, &b0);
-      t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
+      t_routes_run(cu, &g, &t, m);
       if (emu_prefetches && m) emu_prefetches(&n1, &b1);
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
     unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
-    t_same_runs(probs[0], probs[1], (size_t)R * V, tok[0], tok[1], top[0], top[1], (size_t)R * 5, out[0], out[1]);
+    t_routes_same(&t);
     if (emu_prefetches) {
       /* t_batch_run samples the batch once and takes its distributions once */
       const unsigned long long batch = (unsigned long long)R * V * 4u;
