@@ -7,7 +7,8 @@
 # The penalty rounding and top_p-by-bins tests also run on the FMA build
 # (the kernels contracted as NVRTC does), a few on a one-SM device (every
 # pass one block per row), and the ones with top_p rows again with
-# MYSAMPLE_CUDA_TOPP=bins (as cuda-emu-bins132: / cuda-emu-bins1:). SKIP without a C++ compiler; the execution
+# MYSAMPLE_CUDA_TOPP=bins (as cuda-emu-bins132: / cuda-emu-bins1:; with
+# MYSAMPLE_CUDA_PBSTATS=0 as cuda-emu-nopbs:). SKIP without a C++ compiler; the execution
 # tests SKIP without NVRTC (the launch code compiles the kernels with it,
 # and the emulator accepts the CUBIN). A driver error or leak the emulator
 # reports during test_cuda fails the run: the launch code made a bad call.
@@ -63,6 +64,11 @@ for t in gpu_probs_match draws_match batch_invariance features splits tie_cuts; 
   variant bins132 $t MYSAMPLE_CUDA_TOPP=bins
 done
 variant bins1 features MYSAMPLE_CUDA_TOPP=bins MYSAMPLE_CUDA_EMU_SMS=1
+# and with the bins counted by P_PBIN rather than the statistics
+for t in topp_bins_route topp_bins_large; do
+  variant nopbs $t MYSAMPLE_CUDA_PBSTATS=0
+done
+variant nopbs132 features MYSAMPLE_CUDA_TOPP=bins MYSAMPLE_CUDA_PBSTATS=0
 
 # examples/cuda_sample.c: on the emulator every row's token equals the CPU's;
 # with no driver it says why and samples on the CPU

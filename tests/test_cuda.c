@@ -1383,7 +1383,10 @@ static void test_gpu_tie_cuts_match_cpu(void) {
    logits in steps of 1/8 (the bins that may hold its threshold hold a tie
    of a few hundred: vLLM keeps it whole) take the bins; a row of equal
    logits (all 12000 in the bins, more than the list's 4096) falls back to
-   the radix passes. */
+   the radix passes. The rows whose top_p stands first (no top_k, no vLLM
+   min_p) take the statistics' bins (pbins 2), the others P_PBIN's (1);
+   all P_PBIN's with $MYSAMPLE_CUDA_PBSTATS=0 (make test runs both). */
+static int t_pbstats(void) { const char *e = getenv("MYSAMPLE_CUDA_PBSTATS"); return !(e && !strcmp(e, "0")); }
 static void test_gpu_topp_bins_route(void) {
   enum { R = 8, V = 12000 };
   static float logits[R * V], probs[2][R * V], cprobs[V];
@@ -1393,8 +1396,9 @@ static void test_gpu_topp_bins_route(void) {
   int32_t tok[2][R], sel_tail[2];
   ms_cuda_out out[2][R];
   int mode, r, j, bad = 0;
-  const int want_bins[R] = { 1, 0, 1, 1, 1, 1, 1, 1 };
+  int want_bins[R] = { 2, 0, 1, 2, 2, 2, 1, 2 };
   if (!t_gpu()) SKIP(t_why);
+  for (r = 0; r < R && !t_pbstats(); r++) if (want_bins[r] == 2) want_bins[r] = 1;
   for (r = 0; r < R; r++) {
     float *x = logits + (size_t)r * V;
     ps[r] = ms_params_default();
@@ -1419,7 +1423,7 @@ static void test_gpu_topp_bins_route(void) {
       const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
       CHECK(ms_cuda_download(cu, sel_tail, tail, 8) == MS_OK);
       if (mode == 0) CHECK_MSG(sel_tail[0] == 0 && sel_tail[1] == 0, "row %d radix: pbins %d sums_done %d", r, sel_tail[0], sel_tail[1]);
-      else CHECK_MSG(sel_tail[0] == want_bins[r] && sel_tail[1] == want_bins[r], "row %d bins: pbins %d sums_done %d, want %d",
+      else CHECK_MSG(sel_tail[0] == want_bins[r] && sel_tail[1] == (want_bins[r] != 0), "row %d bins: pbins %d sums_done %d, want %d",
                      r, sel_tail[0], sel_tail[1], want_bins[r]);
     }
     t_dev_free(cu, &g);
@@ -1444,7 +1448,8 @@ static void test_gpu_topp_bins_route(void) {
    selection on its list (P_PGATHER) to decide: on real-sized rows of
    several spreads, temperatures and top_p (with top_k, min_p, HF) every
    row takes the bins (pbins and sums_done set, read from the end of its
-   selection state) and equals the CPU. */
+   selection state: the statistics' but for the top_k row) and equals the
+   CPU. */
 static void test_gpu_topp_bins_large(void) {
   enum { R = 6, V = 128256 };
   static float logits[R * V], probs[R * V], cprobs[V];
@@ -1484,7 +1489,8 @@ static void test_gpu_topp_bins_large(void) {
     ms_result crc;
     double e;
     CHECK(ms_cuda_download(cu, sel_tail, tail, 8) == MS_OK);
-    CHECK_MSG(sel_tail[0] == 1 && sel_tail[1] == 1, "row %d: pbins %d sums_done %d", r, sel_tail[0], sel_tail[1]);
+    CHECK_MSG(sel_tail[0] == (r == 3 || !t_pbstats() ? 1 : 2) && sel_tail[1] == 1, "row %d: pbins %d sums_done %d", r, sel_tail[0],
+              sel_tail[1]);
     if (t_row_differs(cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5,
                       cprobs, ctop, &o, &crc, &e) && bad++ < 6)
       printf("  row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", r, tok[r], o.token, e, out[r].rank, o.rank);
@@ -1493,6 +1499,90 @@ static void test_gpu_topp_bins_large(void) {
   ms_cuda_destroy(cu);
   ms_sampler_destroy(cpu);
   CHECK_EQ_INT(bad, 0);
+}
+
+/* ---- top_p's bins counted by the statistics (F_PB_STATS) ----------------------
+   Rows at their edges, against the CPU, and the same bits with the bins
+   counted by P_PBIN ($MYSAMPLE_CUDA_PBSTATS=0). The statistics bin
+   relative to the largest of 1024 sampled logits (runs of 8 at 128
+   places: t_pb_sampled, as pb_sample in kernels.cu) and list the keys
+   above it: a smooth row; five spikes 12 above the rest (the threshold
+   among the listed keys, the bins 16 scaled logits below them); a row
+   whose sampled ids are all low (every other key above the anchor: too
+   many to list, so the radix passes decide); a row of -inf but for 100
+   unsampled ids (no finite sample: all of them listed); logits in steps
+   of 1/4 (ties at the anchor); a cold temperature. */
+static int t_pb_sampled(int i, int V) {
+  int g;
+  for (g = 0; g < 128; g++) {
+    const int base = (int)(((long long)g * (V - 8)) / 127);
+    if (i >= base && i < base + 8) return 1;
+  }
+  return 0;
+}
+static void test_gpu_topp_bins_stats(void) {
+  enum { R = 6, V = 12000 };
+  static float logits[R * V], probs[2][R * V], cprobs[V];
+  static ms_logprob top[2][R * 5], ctop[5];
+  const int want_bins[R] = { 2, 2, 0, 2, 2, 2 };
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[2][R], sel_tail[2];
+  ms_cuda_out out[2][R];
+  int m, r, j, k, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#else
+  for (r = 0; r < R; r++) {
+    float *x = logits + (size_t)r * V;
+    ps[r] = ms_params_default();
+    ps[r].top_p = 0.9f;
+    ps[r].seed = 4200u + (uint64_t)r; ps[r].has_seed = 1;
+    t_fill(x, V, 1.0f);
+    pp[r] = &ps[r];
+  }
+  for (k = 0; k < 5; k++) logits[1 * V + 7 + 2399 * k] += 12.0f;
+  for (j = 0; j < V; j++) if (t_pb_sampled(j, V)) logits[2 * V + j] = -10.0f;
+  for (j = 0, k = 0; j < V; j++) {
+    if (k < 100 && j % 97 == 50 && !t_pb_sampled(j, V)) k++;
+    else logits[3 * V + j] = -INFINITY;
+  }
+  CHECK_EQ_INT(k, 100);
+  for (j = 0; j < V; j++) logits[4 * V + j] = floorf(logits[4 * V + j] * 4.0f) * 0.25f;
+  ps[5].temperature = 0.05f; ps[5].top_p = 0.5f;
+  for (m = 0; m < 2; m++) {
+    ms_cuda *cu;
+    t_dev g;
+    if (m) setenv("MYSAMPLE_CUDA_PBSTATS", "0", 1);
+    if (!t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_BINS, 5)) { unsetenv("MYSAMPLE_CUDA_PBSTATS"); return; }
+    t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
+    for (r = 0; r < R; r++) {
+      const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
+      CHECK(ms_cuda_download(cu, sel_tail, tail, 8) == MS_OK);
+      if (m == 0) CHECK_MSG(sel_tail[0] == want_bins[r] && sel_tail[1] == (want_bins[r] != 0), "row %d: pbins %d sums_done %d, want %d",
+                            r, sel_tail[0], sel_tail[1], want_bins[r]);
+      else CHECK_MSG(sel_tail[0] <= 1, "row %d without the statistics' bins: pbins %d", r, sel_tail[0]);
+    }
+    t_dev_free(cu, &g);
+    ms_cuda_destroy(cu);
+  }
+  unsetenv("MYSAMPLE_CUDA_PBSTATS");
+  for (r = 0; r < R; r++) {
+    /* (row 2: the radix passes' Z, not the bins' exact one, so other bits) */
+    if (r != 2) CHECK_MSG(memcmp(probs[0] + (size_t)r * V, probs[1] + (size_t)r * V, (size_t)V * sizeof(float)) == 0 &&
+                          tok[0][r] == tok[1][r], "row %d: other bits without the statistics' bins", r);
+  }
+  for (r = 0; r < R; r++) {
+    ms_output o;
+    ms_result crc;
+    double e;
+    if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs[0] + (size_t)r * V, tok[0][r], &out[0][r], top[0] + r * 5, 5,
+                      cprobs, ctop, &o, &crc, &e) && bad++ < 6)
+      printf("  row %d: token %d / cpu %d, max |dp| %.3g, status %d / %d\n", r, tok[0][r], o.token, e, out[0][r].status, (int)crc);
+  }
+  CHECK_EQ_INT(bad, 0);
+#endif
 }
 
 /* Six rows over the GPU's routes, for tests that compare two builds or
@@ -2957,6 +3047,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_tie_cuts_match_cpu);
   RUN_GPU(test_gpu_topp_bins_route);
   RUN_GPU(test_gpu_topp_bins_large);
+  RUN_GPU(test_gpu_topp_bins_stats);
   RUN_GPU(test_gpu_topk_fast_route);
   RUN_GPU(test_gpu_kfast_nopass);
   RUN_GPU(test_gpu_pdl_matches_plain);

@@ -25,6 +25,7 @@
 #define MS__CUDA_F_SIGMA    2097152 /* llama.cpp: top-n-sigma on the whole row before top_k (ms_k_list) */
 #define MS__CUDA_F_BUDGET   4194304 /* the slot has a reasoning budget (ms_k_mask may force a token) */
 #define MS__CUDA_F_KFAST    8388608 /* top_k <= MS__CUDA_KFAST_MAX: candidates from the statistics' lists (ms_k_tail) */
+#define MS__CUDA_F_PB_STATS 16777216 /* F_TOPP_BINS counted by ms_k_stats (no P_PBIN) */
 #define MS__CUDA_KFAST_MAX  256     /* MS_KFAST_MAX in kernels.cu */
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
@@ -55,6 +56,7 @@
 #define MS__CUDA_N_EPS 128   /* an HF row with epsilon or eta: P_EPS, P_ETA */
 #define MS__CUDA_N_KFAST 256 /* a row with F_KFAST: ms_k_tail */
 #define MS__CUDA_N_FULL 512  /* a row that needs the passes (not F_KFAST) */
+#define MS__CUDA_N_PBIN 1024 /* an F_TOPP_BINS row without F_PB_STATS: P_PBIN */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -190,6 +192,7 @@ struct ms_cuda {
   int pdl;                /* launches with programmatic stream serialization (ms__cuda_launch) */
   int nopass;             /* no pass launch when no row needs one ($MYSAMPLE_CUDA_NOPASS = 0: launched, to compare) */
   int kfast;              /* top_k <= 256 by the statistics' lists and ms_k_tail ($MYSAMPLE_CUDA_KFAST = 0: by the passes) */
+  int pb_stats;           /* top_p's bins counted by the statistics ($MYSAMPLE_CUDA_PBSTATS = 0: by P_PBIN) */
   int32_t extra_words;
   size_t blob_bytes;
   ms__CUdeviceptr d_blob, d_allow, d_bias, d_work, d_parts, d_sel, d_tokens, d_seq_state, d_seq_len, d_hist, d_budget, d_pcand;
@@ -379,6 +382,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   }
   cu->nopass = !(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS"), "0"));
   cu->kfast = !(ms__cu_getenv("MYSAMPLE_CUDA_KFAST") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_KFAST"), "0"));
+  cu->pb_stats = !(ms__cu_getenv("MYSAMPLE_CUDA_PBSTATS") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PBSTATS"), "0"));
 
   /* kernels: caches, else NVRTC */
   memset(&co, 0, sizeof co);
@@ -683,7 +687,16 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       R->eps_cut = p->epsilon_cutoff > 0.0f ? p->epsilon_cutoff : 0.0f;
       R->eta_cut = p->eta_cutoff > 0.0f ? p->eta_cutoff : 0.0f;
       if (R->eps_cut > 0.0f || R->eta_cut > 0.0f) *needs |= MS__CUDA_N_EPS;
-      else if (R->top_p < 1.0f && cu->topp_bins && !(flags & MS__CUDA_F_JOINT)) flags |= MS__CUDA_F_TOPP_BINS;
+      else if (R->top_p < 1.0f && cu->topp_bins && !(flags & MS__CUDA_F_JOINT)) {
+        flags |= MS__CUDA_F_TOPP_BINS;
+        /* the statistics count the bins of a row they read as it is, whose
+           top_p stands first (no top_k, no vLLM min_p before it) */
+        if (cu->pb_stats && R->top_k <= 0 && (R->min_p <= 0.0f || (flags & MS__CUDA_F_HF)) &&
+            !(flags & (MS__CUDA_F_WORK | MS__CUDA_F_RAW_LSE | MS__CUDA_F_MASK | MS__CUDA_F_BIAS | MS__CUDA_F_PEN | MS__CUDA_F_BUDGET |
+                       MS__CUDA_F_DECAY | MS__CUDA_F_LLPEN)))
+          flags |= MS__CUDA_F_PB_STATS;
+        else *needs |= MS__CUDA_N_PBIN;
+      }
       /* a small top_k: its candidates straight from the statistics (the
          rows that may resolve on candidates: not SGLang's, nor epsilon's
          or eta's) */
@@ -845,7 +858,8 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     /* top_p by bins first (rows it leaves undecided take the radix passes) */
     if (pass == MS__CUDA_P_MASS && cu->topp_bins) {
       for (A.pass = MS__CUDA_P_PBIN; A.pass <= MS__CUDA_P_PGATHER; A.pass++)
-        if ((rc = ms__cuda_launch(cu, cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows,
+        if ((A.pass == MS__CUDA_P_PGATHER || (needs & MS__CUDA_N_PBIN)) &&
+            (rc = ms__cuda_launch(cu, cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows,
                                   (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
     A.pass = pass;

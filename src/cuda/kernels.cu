@@ -106,6 +106,7 @@ typedef unsigned long long u64;
 #define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
 #define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
 #define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates from the statistics' lists (ms_k_tail, no pass) */
+#define F_PB_STATS 16777216 /* F_TOPP_BINS: ms_k_stats counts the bins as it reads (no P_PBIN; pb_stats_finish) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -194,10 +195,10 @@ struct Sel {
   float ll_lp;            /* ... its processed logprob, rank and top-list length */
   i32 ll_rank, ll_ntop;
   u32 t_eps;              /* HF epsilon / eta: their threshold key (P_EPS, P_ETA; 0: none) */
-  i32 eps_pad;
+  u32 nab;                /* F_PB_STATS: keys above the anchor listed in A.pcand by ms_k_stats's blocks (its last block zeroes it) */
   u64 pz, pa;             /* F_TOPP_BINS: the integer masses (2^-44) of the keys >= lower and >= pk_hi (P_PGATHER) */
   u32 pk_lo, pk_hi;       /* the keys of the bins that may hold top_p's threshold (P_PBIN) */
-  i32 pbins;              /* P_PBIN's bins hold the threshold (0: the radix passes decide) */
+  i32 pbins;              /* the bins hold the threshold: 1 P_PBIN's, 2 the statistics' (F_PB_STATS); 0: the radix passes decide */
   i32 sums_done;          /* P_PGATHER or ms_k_tail summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
 static_assert(sizeof(Sel) == 41128, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
@@ -324,8 +325,10 @@ template <class T> __device__ __forceinline__ T warp_sum(T v) {
    pass); this says so. */
 #ifdef MS_EMU_SHIM_H
 #define MS_ASSUME_GLOBAL(p) ((void)(p))
+#define MS_ASSUME_SHARED(p) ((void)(p))
 #else
 #define MS_ASSUME_GLOBAL(p) __builtin_assume(__isGlobal(p))
+#define MS_ASSUME_SHARED(p) __builtin_assume(__isShared(p))
 #endif
 
 /* Four floats read as one 16-byte load. */
@@ -619,6 +622,136 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
   return x;
 }
 
+/* ---- top_p by bins (F_TOPP_BINS) ---------------------------------------------
+   Two reads of the row after the statistics instead of the radix path's
+   four (three passes, then the tile sums), and neither weighs elements
+   into shared memory (the radix path's first pass does, with the exact
+   exp and two shared atomics each, into a few dozen hot bins):
+   P_PBIN counts the keys >= lower in MS_PB_NB bins of the scaled
+   distance below the max, 1/MS_PB_BW wide (the last bin takes all 16 or
+   more below): one shared atomic add an element, no exp. Every element
+   of a bin weighs within known bounds, so the last block bounds each
+   bin's mass above and p * Z, and finds the bins that may hold the
+   threshold (pb_window); their key range [pk_lo, pk_hi) holds a few
+   thousand keys of a smooth 128k row (about 2200 at sigma 1 and top_p
+   0.9). More than MS_PCAND: the row takes the radix passes.
+   P_PGATHER: P_SUMS's tile sums of the keys >= pk_hi (kept whatever the
+   threshold), the range's keys listed (A.pcand), and the exact integer
+   masses (fxw: the CPU's weights in 2^-44 units) of the keys >= lower (Z) and of
+   those >= pk_hi. Its last block selects the threshold exactly among the
+   listed keys (pgather_finish: the radix passes' rule on the list), adds
+   the kept ones to their tiles and draws an F_END row. Should the exact
+   masses put the threshold outside the range (the bounds rule it out),
+   the row takes the radix passes too. Compiled in only for an ms_cuda
+   that asks (-DMS_TOPP_BINS=1); the emulator always has it. */
+#if defined(MS_TOPP_BINS) || !defined(MS_UNIT)
+#define MS_BINS_ON 1
+#define MS_PB_NB 4096     /* bins (u32 counts: 16 KB of shared memory) */
+#define MS_PB_BW 256.0f   /* bins per unit of scaled logit */
+#define MS_PCAND 4096     /* listed keys per row: A.pcand holds MS_PCAND keys, then their ids */
+static_assert(MS_PB_NB % MS_ST == 0 && MS_PB_NB * 4 == MS_BINS * 8, "P_PBIN's bins: Sel.hist and the pass's shared scratch");
+/* The bin of logit l <= M: MS_PB_NB - 1 - floor((M - l) * S * MS_PB_BW),
+   clamped at 0 (larger values, higher bins, as the radix's). (M - l) * S
+   rounds exactly as wgt's (l - M) * S (negated) and * MS_PB_BW is exact,
+   so the argument of an element's weight lies inside its bin's interval. */
+__device__ __forceinline__ i32 topp_bin(float l, float M, float S) {
+  const float x = fminf(__fmul_rn(__fmul_rn(__fsub_rn(M, l), S), MS_PB_BW), (float)(MS_PB_NB - 1));
+  return MS_PB_NB - 1 - (i32)x;
+}
+/* The smallest key in [lo, hi] whose bin is >= b (hi's bin must be). */
+__device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
+  while (lo < hi) {
+    const u32 mid = lo + ((hi - lo) >> 1);
+    if (topp_bin(unkey(mid), M, S) >= b) hi = mid; else lo = mid + 1u;
+  }
+  return lo;
+}
+/* The last block of P_PBIN, or of ms_k_stats (F_PB_STATS), on the row's
+   counts c[MS_PB_NB] (shared): the bins that may hold top_p's threshold.
+   The threshold's bin is the lowest non-empty bin whose mass strictly
+   above is < p * Z (find_bin's rule). Bin b counts the elements o =
+   MS_PB_NB - 1 - b bins below the anchor (the row's max in P_PBIN, the
+   statistics' sample max a in F_PB_STATS, d = (M - a) * S scaled logits
+   below the max): their weights' arguments lie in [d + o/W, d + (o+1)/W]
+   (W = MS_PB_BW; no lower end for the last bin), within a relative 1e-6
+   (exactly when d = 0; else the rounding of a - l and M - l, both within
+   2^-24 relative). Above them, the super-bin MS_PB_NB: n_top
+   elements above the anchor whose exact integer mass is z_top. An
+   element's integer mass (2^-44 units) is its weight within 1e-5 (the
+   CPU's expf) and 3e-14 (the rounding to 2^-44). So bin b surely
+   qualifies when its most mass above is < p * the least Z, and surely not
+   when its least is >= p * the most Z: the threshold lies in [*b_lo,
+   *b_hi] (the lowest surely qualifying bin, one above the highest surely
+   not). Returns how many keys those bins hold; 0 when nothing surely
+   qualifies (top_p <= 0). Every thread calls. */
+__device__ u32 pb_window(const u32 *c, float top_p, double d, u32 n_top, double z_top, i32 *b_lo, i32 *b_hi) {
+  __shared__ i32 s_lo, s_hi;
+  const i32 per = MS_PB_NB / (i32)blockDim.x, first = (i32)threadIdx.x * per;   /* bins from the top */
+  const double rho = 1e-6, up = 1.0 + 1e-5, down = 1.0 - 1e-5, W = (double)MS_PB_BW;
+  /* a bin's most and least weight, stepping down one bin a time by
+     e^-((1 -+ rho) / W) (W = 256) */
+  static_assert(MS_PB_BW == 256.0f, "pb_window's steps");
+  const double step_hi = 0.9961013733611385, step_lo = 0.9961013655790966;
+  const double wh0 = exp(-(d + (double)first / W) * (1.0 - rho)), wl0 = exp(-(d + (double)(first + 1) / W) * (1.0 + rho));
+  double lo_s = 0.0, hi_s = 0.0, wh = wh0, wl = wl0;
+  for (i32 j = 0; j < per; j++, wh *= step_hi, wl *= step_lo) {
+    const i32 o = first + j;
+    const double n = (double)c[MS_PB_NB - 1 - o];
+    hi_s += n * (wh * up + 3e-14);
+    lo_s += n * (o == MS_PB_NB - 1 ? 0.0 : fmax(wl * down - 3e-14, 0.0));
+  }
+  double z_lo, z_hi;
+  double a_lo = bscan_excl(lo_s, &z_lo) + z_top;
+  double a_hi = bscan_excl(hi_s, &z_hi) + z_top;
+  z_lo += z_top; z_hi += z_top;
+  const double t_lo = (double)top_p * z_lo, t_hi = (double)top_p * z_hi;
+  /* the super-bin: nothing above it */
+  if (threadIdx.x == 0) { s_lo = n_top > 0u && 0.0 >= t_hi ? MS_PB_NB : -1; s_hi = n_top > 0u && 0.0 < t_lo ? MS_PB_NB : MS_PB_NB + 1; }
+  __syncthreads();
+  wh = wh0; wl = wl0;
+  for (i32 j = 0; j < per; j++, wh *= step_hi, wl *= step_lo) {
+    const i32 o = first + j, b = MS_PB_NB - 1 - o;
+    const double n = (double)c[b];
+    if (n > 0.0) {
+      if (a_hi < t_lo) atomicMin(&s_hi, b);
+      if (a_lo >= t_hi) atomicMax(&s_lo, b);
+    }
+    a_hi += n * (wh * up + 3e-14);
+    a_lo += n * (o == MS_PB_NB - 1 ? 0.0 : fmax(wl * down - 3e-14, 0.0));
+  }
+  __syncthreads();
+  const i32 lo = s_lo + 1, hi = s_hi;
+  u32 n = 0u;
+  for (i32 j = 0; j < per; j++) { const i32 b = MS_PB_NB - 1 - (first + j); if (b >= lo && b <= hi) n += c[b]; }
+  n = bsum_u(n);
+  if (lo <= MS_PB_NB && hi >= MS_PB_NB) n += n_top;
+  *b_lo = lo; *b_hi = hi;
+  return hi <= MS_PB_NB && lo <= hi ? n : 0u;
+}
+/* F_PB_STATS: ms_k_stats counts the bins as it reads the row, so top_p
+   by bins reads it twice in all (the statistics, P_PGATHER), not three
+   times. The bins are relative to an anchor every block of the row knows
+   before it reads: the largest finite logit a of a sample of the row
+   (pb_sample: 128 runs of 8 ids spread over it, the same in every block).
+   The keys at or below a go to the bins (topp_bin(l, a, S)); the few above
+   it (about V / 1024 of a row whatever its distribution, the sample being
+   1024 of its ids) are listed in A.pcand, and the last block weighs them
+   exactly (their super-bin in pb_window). More than MS_PB_ABOVE above a
+   in one block, or MS_PCAND in the row: the radix passes decide. */
+#define MS_PB_ABOVE 1024  /* keys above the anchor a block lists (shared) */
+struct PbStats { u32 *c, *above, *n_above; float a, S, lower_f; };
+/* Id j (0..3) of thread t's share of the anchor's sample of a row of V
+   ids: for V >= 1024, thread pairs read runs of 8 ids (one 32-byte
+   sector) at 128 places spread over the row; else ids t + 256 j; -1: none. */
+static_assert(MS_ST == 256, "pb_sample: 128 pairs of threads");
+__device__ __forceinline__ i32 pb_sample(i32 t, i32 j, i32 V) {
+  if (V < 1024) { const i32 i = t + MS_ST * j; return i < V ? i : -1; }
+  return (i32)(((long long)(t >> 1) * (long long)(V - 8)) / 127) + (t & 1) * 4 + j;
+}
+#else
+#define MS_BINS_ON 0
+#endif
+
 /* F_KFAST's lists: each thread of ms_k_stats keeps the four largest
    finite keys it has seen, with their ids, in its own column of shared
    arrays (entry j of thread t at j * MS_ST + t: no bank conflicts), so a
@@ -728,6 +861,44 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   p.pad = 0;
   return p;
 }
+
+#if MS_BINS_ON
+/* row_stats of a row read as it is (no raw log-sum-exp) that counts
+   top_p's bins as it goes (F_PB_STATS; a function of its own, so that
+   row_stats, and NVRTC's work on it, stay as they are): pb->c (zero,
+   shared) gets the counts of the keys >= lower at or below the anchor,
+   pb->above the keys above it (*pb->n_above of them; the first
+   MS_PB_ABOVE kept). */
+__device__ __noinline__ Part row_stats_pb(const Args &A, i32 r, i32 beg, i32 end, const PbStats *pb) {
+  const float *raw = (const float *)A.logits + (u64)r * A.stride;
+  float m = ms_neg_inf();
+  i32 am = 0x7fffffff, fl = 0;
+  const float a = pb->a, S = pb->S, lower_f = pb->lower_f;
+  u32 *const c = pb->c, *const above = pb->above, *const n_above = pb->n_above;
+  MS_ASSUME_SHARED(c); MS_ASSUME_SHARED(above); MS_ASSUME_SHARED(n_above);   /* (shared atomics, not generic) */
+  u32 far = 0u;   /* the last bin's count (most of a peaked row), in registers */
+  /* two loads in flight, as the lists' loop in row_stats: at four it spilled */
+  row_for<2>(raw, beg, end, [&](i32 i, float x) {
+    if (!(x < ms_pos_inf())) fl |= x == x ? 2 : 1;
+    if (x >= m && (x > m || i < am)) { m = x; am = i; }
+    if (x > a) {
+      const u32 at = atomicAdd(n_above, 1u);
+      if (at < MS_PB_ABOVE) above[at] = fkey(x);
+    } else if (x >= lower_f) {
+      const i32 b = topp_bin(x, a, S);
+      if (b == 0) far++; else atomicAdd(&c[b], 1u);
+    }
+  });
+  far = bsum_u(far);
+  if (threadIdx.x == 0) c[0] += far;
+  Part p;
+  p.m = bmax_f(m);
+  p.am = bmin_i(m == p.m ? am : 0x7fffffff);
+  p.fl = bmax_i(fl & 1) | bmax_i(fl & 2);
+  p.mr = ms_neg_inf(); p.sr = 0.0f; p.pad = 0;
+  return p;
+}
+#endif
 
 /* A partial written by another block of this kernel, read past L1. */
 __device__ Part part_ld(const Part *p) {
@@ -1544,6 +1715,93 @@ __device__ __noinline__ void kfast_row(Sel *Q, const Row &R, i32 G, const i32 *n
   if (tid == 0 && *s_n <= (u32)MS_CAND) { Q->cand = 3; Q->ncand = *s_n; Q->cdone = 1; }
 }
 
+#if MS_BINS_ON
+/* F_PB_STATS, in every block of ms_k_stats before the read: the anchor
+   (the largest finite logit of the row's sample: the same in every
+   block), the bins c (shared) zeroed, *pb for row_stats. */
+__device__ __noinline__ void pb_stats_begin(const Args &A, const Row &R, i32 r, u32 *c, u32 *above, u32 *n_above, PbStats *pb) {
+  const float *raw = (const float *)A.logits + (u64)r * A.stride;
+  const i32 tid = (i32)threadIdx.x;
+  float v = ms_neg_inf();
+#pragma unroll
+  for (i32 j = 0; j < 4; j++) {
+    const i32 i = pb_sample(tid, j, A.vocab);
+    if (i >= 0) { const float x = raw[i]; if (x < ms_pos_inf() && x > v) v = x; }   /* (not NaN, not +inf) */
+  }
+  v = bmax_f(v);
+  for (i32 b = tid; b < MS_PB_NB; b += MS_ST) c[b] = 0u;
+  if (tid == 0) {
+    float lower_f, unused;
+    kept_floats(MS_KEY_NEG_INF + 1u, &lower_f, &unused);   /* (sel_t1 of such a row: no top_k, no vLLM min_p) */
+    pb->c = c; pb->above = above; pb->n_above = n_above;
+    pb->a = __fadd_rn(v, 0.0f);   /* (-0 as +0: no key above it compares equal) */
+    pb->S = R.inv_temp; pb->lower_f = lower_f;
+    *n_above = 0u;
+  }
+  __syncthreads();
+}
+/* F_PB_STATS, in every block after the read: its counts added into the
+   row's (Sel.hist as MS_PB_NB u32), its keys above the anchor appended to
+   the row's list (A.pcand, counted in Sel.nab; more than MS_PB_ABOVE in
+   the block spoil the count, so the row takes the radix passes). */
+__device__ __noinline__ void pb_stats_block(const Args &A, Sel *Q, i32 r, const u32 *c, const u32 *above, const u32 *n_above) {
+  __shared__ u32 s_base;
+  const i32 tid = (i32)threadIdx.x;
+  __syncthreads();   /* (the counts, c[0] last) */
+  u32 *gc = (u32 *)Q->hist;
+  for (i32 b = tid; b < MS_PB_NB; b += MS_ST) { const u32 v = c[b]; if (v) atomicAdd(gc + b, v); }
+  const u32 n = *n_above;
+  if (tid == 0) s_base = n ? atomicAdd(&Q->nab, n > MS_PB_ABOVE ? (u32)MS_PCAND + 1u : n) : 0u;
+  __syncthreads();
+  u32 *gl = (u32 *)A.pcand + (u64)r * (2u * MS_PCAND);
+  const u32 base = s_base;
+  if (n <= MS_PB_ABOVE)
+    for (u32 k = (u32)tid; k < n && base + k < (u32)MS_PCAND; k += MS_ST) gl[base + k] = above[k];
+  __threadfence();   /* the counts and keys before the arrival that announces them */
+  __syncthreads();
+}
+/* F_PB_STATS, in the row's last block (after thread 0 readied Q): the
+   exact integer mass of the keys above the anchor a, the row's counts
+   into c (shared), pb_window, and the range of keys P_PGATHER lists
+   (Q->pk_lo, pk_hi; Q->pbins when it holds at most MS_PCAND keys, as
+   P_PBIN's last block). Every thread calls; Sel.nab zeroed. */
+__device__ __noinline__ void pb_stats_finish(const Args &A, const Row &R, Sel *Q, i32 r, float M, i32 st, float a, u32 *c) {
+  __shared__ u32 s_n;
+  const i32 tid = (i32)threadIdx.x;
+  if (tid == 0) { s_n = __ldcg(&Q->nab); Q->nab = 0u; }
+  __syncthreads();
+  const u32 n_top = s_n;
+  if (st || n_top > (u32)MS_PCAND || !(R.top_p > 0.0f)) return;
+  const float S = R.inv_temp;
+  const u32 *gl = (const u32 *)A.pcand + (u64)r * (2u * MS_PCAND);
+  __shared__ unsigned long long s_z;
+  if (tid == 0) s_z = 0ull;
+  __syncthreads();
+  u64 z = 0ull;
+  for (u32 k = (u32)tid; k < n_top; k += MS_ST) z += fxw(unkey(__ldcg(gl + k)), M, S);
+  if (z) atomicAdd(&s_z, (unsigned long long)z);
+  __syncthreads();
+  const u64 z_top = s_z;
+  const u32 *gc = (const u32 *)Q->hist;
+  u32 v[MS_PB_NB / MS_ST];
+#pragma unroll
+  for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) v[q] = __ldcg(gc + tid + q * MS_ST);
+#pragma unroll
+  for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) c[tid + q * MS_ST] = v[q];
+  __syncthreads();
+  /* (a = -inf: no finite sample, every finite key above it, no bins) */
+  const double d = a > ms_neg_inf() ? ((double)M - (double)a) * (double)S : 0.0;
+  i32 b_lo, b_hi;
+  const u32 n = pb_window(c, R.top_p, d, n_top, (double)z_top * (1.0 / MS_FX), &b_lo, &b_hi);
+  if (tid == 0) {
+    const u32 lower = MS_KEY_NEG_INF + 1u, ka = fkey(a), kmax = fkey(M);
+    Q->pk_lo = b_lo >= MS_PB_NB ? ka + 1u : topp_key(lower, ka, b_lo, a, S);
+    Q->pk_hi = b_hi >= MS_PB_NB ? kmax + 1u : b_hi == MS_PB_NB - 1 ? ka + 1u : topp_key(lower, ka, b_hi + 1, a, S);
+    Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND ? 2 : 0;   /* (2: the statistics' bins; tests read it) */
+  }
+}
+#endif
+
 /* Block (r, c) computes the statistics of chunk c of row r; the last
    block of the row to finish combines the n_parts partials into the
    row's Sel, readies it for ms_k_pass and writes the result of a greedy
@@ -1560,8 +1818,20 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
      x 3 blocks); one copy in shared memory serves the block */
   __shared__ Args sA;
   /* F_KFAST: the threads' lists, kth_key's histogram, the slots' counts */
+#if MS_BINS_ON
+  /* (or F_PB_STATS: the block's bins and the keys above the anchor) */
+  __shared__ union {
+    struct { u32 tk[(MS_TOP4 + 1) * MS_ST]; i32 ti[MS_TOP4 * MS_ST]; } kf;
+    struct { u32 c[MS_PB_NB], above[MS_PB_ABOVE]; } pb;
+  } s_x;
+  __shared__ PbStats s_pb;
+  __shared__ u32 s_nab;
+  u32 *const s_tk = s_x.kf.tk;
+  i32 *const s_ti = s_x.kf.ti;
+#else
   __shared__ u32 s_tk[(MS_TOP4 + 1) * MS_ST];   /* (row MS_TOP4: the threads' fifths) */
   __shared__ i32 s_ti[MS_TOP4 * MS_ST];
+#endif
   __shared__ u32 s_kth[MS_KTH_BINS];
   __shared__ i32 s_nb[32];
   __shared__ u32 s_n;
@@ -1577,7 +1847,15 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   if (beg > end) beg = end;
   const int kfast = (R.flags & F_KFAST) && R.top_k <= MS_KFAST_MAX;
   const i32 slot = MS_KSLOTS / A.n_parts;
+#if MS_BINS_ON
+  /* F_PB_STATS, on a row read as it is (ms__cuda_pack sets it only so) */
+  const int pbs = !kfast && (R.flags & F_PB_STATS) && !(R.flags & (F_WORK | F_RAW_LSE | F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN));
+  if (pbs) pb_stats_begin(A, R, r, s_x.pb.c, s_x.pb.above, &s_nab, &s_pb);
+  Part p = pbs ? row_stats_pb(A, r, beg, end, &s_pb) : row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
+  if (pbs) pb_stats_block(A, Q, r, s_x.pb.c, s_x.pb.above, &s_nab);
+#else
   Part p = row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
+#endif
   /* F_KFAST: the block's candidates into its slot of Sel.hist / Sel.tsum
      (scratch until the last block clears hist), their count in p.pad */
   if (kfast) p.pad = kfast_block(s_tk, s_ti, (u32 *)Q->hist + c * slot, (i32 *)Q->tsum + c * slot, slot, (u32)R.top_k, s_kth, &s_n);
@@ -1607,6 +1885,9 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     const int greedy = (R.flags & F_GREEDY) != 0;
     if ((R.flags & F_END) && (greedy || st)) put_result(A, R, r, greedy ? t.am : -1, st, 0.0f, 0, 0, greedy && !st, row_pos(A, R), 1);
   }
+#if MS_BINS_ON
+  if (pbs) pb_stats_finish(A, R, Q, r, t.m, part_status(t), s_pb.a, s_x.pb.c);
+#endif
   if (kfast && !part_status(t)) {
     /* top_k's candidates without a counting pass, mostly without any
        pass: the row's k largest are among the blocks' lists unless one
@@ -1865,99 +2146,7 @@ __device__ MS_BLOCK_FN void end_draw(const Args &A, const Row &R, i32 r, const S
 }
 
 
-/* ---- top_p by bins (F_TOPP_BINS) ---------------------------------------------
-   Two reads of the row after the statistics instead of the radix path's
-   four (three passes, then the tile sums), and neither weighs elements
-   into shared memory (the radix path's first pass does, with the exact
-   exp and two shared atomics each, into a few dozen hot bins):
-   P_PBIN counts the keys >= lower in MS_PB_NB bins of the scaled
-   distance below the max, 1/MS_PB_BW wide (the last bin takes all 16 or
-   more below): one shared atomic add an element, no exp. Every element
-   of a bin weighs within known bounds, so the last block bounds each
-   bin's mass above and p * Z, and finds the bins that may hold the
-   threshold (pb_window); their key range [pk_lo, pk_hi) holds a few
-   thousand keys of a smooth 128k row (about 2200 at sigma 1 and top_p
-   0.9). More than MS_PCAND: the row takes the radix passes.
-   P_PGATHER: P_SUMS's tile sums of the keys >= pk_hi (kept whatever the
-   threshold), the range's keys listed (A.pcand), and the exact integer
-   masses (fxw: the CPU's weights in 2^-44 units) of the keys >= lower (Z) and of
-   those >= pk_hi. Its last block selects the threshold exactly among the
-   listed keys (pgather_finish: the radix passes' rule on the list), adds
-   the kept ones to their tiles and draws an F_END row. Should the exact
-   masses put the threshold outside the range (the bounds rule it out),
-   the row takes the radix passes too. Compiled in only for an ms_cuda
-   that asks (-DMS_TOPP_BINS=1); the emulator always has it. */
-#if defined(MS_TOPP_BINS) || !defined(MS_UNIT)
-#define MS_BINS_ON 1
-#define MS_PB_NB 4096     /* bins (u32 counts: 16 KB of shared memory) */
-#define MS_PB_BW 256.0f   /* bins per unit of scaled logit */
-#define MS_PCAND 4096     /* listed keys per row: A.pcand holds MS_PCAND keys, then their ids */
-static_assert(MS_PB_NB % MS_ST == 0 && MS_PB_NB * 4 == MS_BINS * 8, "P_PBIN's bins: Sel.hist and the pass's shared scratch");
-/* The bin of logit l <= M: MS_PB_NB - 1 - floor((M - l) * S * MS_PB_BW),
-   clamped at 0 (larger values, higher bins, as the radix's). (M - l) * S
-   rounds exactly as wgt's (l - M) * S (negated) and * MS_PB_BW is exact,
-   so the argument of an element's weight lies inside its bin's interval. */
-__device__ __forceinline__ i32 topp_bin(float l, float M, float S) {
-  const float x = fminf(__fmul_rn(__fmul_rn(__fsub_rn(M, l), S), MS_PB_BW), (float)(MS_PB_NB - 1));
-  return MS_PB_NB - 1 - (i32)x;
-}
-/* The smallest key in [lo, hi] whose bin is >= b (hi's bin must be). */
-__device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
-  while (lo < hi) {
-    const u32 mid = lo + ((hi - lo) >> 1);
-    if (topp_bin(unkey(mid), M, S) >= b) hi = mid; else lo = mid + 1u;
-  }
-  return lo;
-}
-/* P_PBIN's last block, on the row's counts c[MS_PB_NB] (shared): the
-   bins that may hold top_p's threshold. The threshold's bin is the lowest
-   non-empty bin whose mass strictly above is < p * Z (find_bin's rule).
-   An element at o = MS_PB_NB - 1 - b bins below the max has the integer
-   mass (2^-44 units) of a weight in (e^-(o+1)/W, e^-o/W] (W = MS_PB_BW; 0
-   up for the last bin), within 1e-5 for the CPU's expf and the rounding
-   to 2^-44 (its weights there are >= e^-16, so 2^-45 is under 3e-7 of
-   them). So bin b surely qualifies when its most mass above is < p * the
-   least Z, and surely not when its least is >= p * the most Z: the
-   threshold lies in [*b_lo, *b_hi] (the lowest surely qualifying bin, one
-   above the highest surely not). Returns how many keys those bins hold;
-   0 when nothing surely qualifies (top_p <= 0). Every thread calls. */
-__device__ u32 pb_window(const u32 *c, float top_p, i32 *b_lo, i32 *b_hi) {
-  __shared__ i32 s_lo, s_hi;
-  const i32 per = MS_PB_NB / (i32)blockDim.x, first = (i32)threadIdx.x * per;   /* bins from the top */
-  const double step = exp(-1.0 / (double)MS_PB_BW), up = 1.0 + 1e-5, down = 1.0 - 1e-5;
-  const double w0 = exp(-(double)first / (double)MS_PB_BW);   /* e^-o/W at this thread's first bin */
-  double lo_s = 0.0, hi_s = 0.0, w = w0;
-  for (i32 j = 0; j < per; j++, w *= step) {
-    const i32 o = first + j;
-    const double n = (double)c[MS_PB_NB - 1 - o];
-    hi_s += n * (o == MS_PB_NB - 1 ? w * up + 3e-14 : w * up);
-    lo_s += n * (o == MS_PB_NB - 1 ? 0.0 : w * step * down);
-  }
-  double z_lo, z_hi;
-  double a_lo = bscan_excl(lo_s, &z_lo);
-  double a_hi = bscan_excl(hi_s, &z_hi);
-  const double t_lo = (double)top_p * z_lo, t_hi = (double)top_p * z_hi;
-  if (threadIdx.x == 0) { s_lo = -1; s_hi = MS_PB_NB; }
-  __syncthreads();
-  w = w0;
-  for (i32 j = 0; j < per; j++, w *= step) {
-    const i32 o = first + j, b = MS_PB_NB - 1 - o;
-    const double n = (double)c[b];
-    if (n > 0.0) {
-      if (a_hi < t_lo) atomicMin(&s_hi, b);
-      if (a_lo >= t_hi) atomicMax(&s_lo, b);
-    }
-    a_hi += n * (o == MS_PB_NB - 1 ? w * up + 3e-14 : w * up);
-    a_lo += n * (o == MS_PB_NB - 1 ? 0.0 : w * step * down);
-  }
-  __syncthreads();
-  const i32 lo = s_lo + 1, hi = s_hi;
-  u32 n = 0u;
-  for (i32 j = 0; j < per; j++) { const i32 b = MS_PB_NB - 1 - (first + j); if (b >= lo && b <= hi) n += c[b]; }
-  n = bsum_u(n);
-  *b_lo = lo; *b_hi = hi;
-  return hi < MS_PB_NB ? n : 0u;
-}
+#if MS_BINS_ON
 /* P_PGATHER: the logits l (ids i) in [k_lo, k_hi) among the calling warp's
    32 elements appended to the row's list as keys (one atomic a warp).
    Every lane of the warp calls. */
@@ -2079,8 +2268,6 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
   __syncthreads();
   return theta;
 }
-#else
-#define MS_BINS_ON 0
 #endif
 
 /* ---- the passes ------------------------------------------------------------ */
@@ -2254,7 +2441,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   const i32 j = pbin ? 0 : pass - (count ? P_COUNT : P_MASS);
   if (greedy || j < 0 || j > 2) return;
   if (count ? (R.top_k <= 0 || Q->cdone) : (!(R.top_p < 1.0f) || Q->pdone || Q->cand)) return;
-  if (pbin && (!(R.flags & F_TOPP_BINS) || sel_t1(R, Q) > fkey(M))) return;
+  if (pbin && (!(R.flags & F_TOPP_BINS) || (R.flags & F_PB_STATS) || sel_t1(R, Q) > fkey(M))) return;   /* (F_PB_STATS: the statistics counted them) */
   const int shift = j == 0 ? 21 : j == 1 ? 10 : 0;
   const i32 nb = j == 2 ? 1024 : 2048;
   const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
@@ -2312,11 +2499,11 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) { sh.n4[tid + q * MS_ST] = v[q]; gc[tid + q * MS_ST] = 0u; }
     __syncthreads();
     i32 b_lo, b_hi;
-    const u32 n = pb_window(sh.n4, R.top_p, &b_lo, &b_hi);
+    const u32 n = pb_window(sh.n4, R.top_p, 0.0, 0u, 0.0, &b_lo, &b_hi);
     if (tid == 0) {
       const u32 kmax = fkey(M);
       Q->pk_lo = topp_key(lower, kmax, b_lo, M, S);
-      Q->pk_hi = b_hi == MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
+      Q->pk_hi = b_hi >= MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
       Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; Q->arrived = 0;
     }
     return;
