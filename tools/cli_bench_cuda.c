@@ -126,7 +126,7 @@ static void gb_usage(FILE *f) {
   fprintf(f,
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
-    "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--json]\n"
+    "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--min-tokens N] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -142,6 +142,9 @@ static void gb_usage(FILE *f) {
     "  $MYSAMPLE_CUDA_TOPP, else radix); the cuda lines say which (\"topp\").\n"
     "  --split: blocks per row of the full-row passes (ms_cuda_desc.split;\n"
     "  default 0, automatic); the cuda lines say which (\"split\").\n"
+    "  --min-tokens: every row with min_tokens N and EOS id 0 (no sequence: EOS\n"
+    "  masked), so the rows take the mask path (ms_k_mask, the work row; default\n"
+    "  0); the cuda lines say which (\"min_tokens\").\n"
     "  Also: the first ms_cuda_create of the process on an existing context (loads\n"
     "  NVRTC, compiles or reads the disk cache, allocates) and the warm one\n"
     "  (in-memory cache), a cold NVRTC compile and a disk-cache load.\n"
@@ -156,7 +159,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -209,6 +212,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
       else { fprintf(stderr, "mysample bench: bad --topp '%s' (radix or bins)\n", v); return 2; }
     }
     else if (!strcmp(a, "--split")) { i++; split = (int)strtol(v, &end, 10); if (*end || split < -1 || split > 32) { fprintf(stderr, "mysample bench: bad --split '%s' (-1 .. 32)\n", v); return 2; } }
+    else if (!strcmp(a, "--min-tokens")) { i++; min_tokens = (int)strtol(v, &end, 10); if (*end || min_tokens < 0 || min_tokens > 1000000) { fprintf(stderr, "mysample bench: bad --min-tokens '%s' (0 .. 1000000)\n", v); return 2; } }
     else if (!strcmp(a, "--copy-mb")) { i++; copy_mb = strtod(v, &end); if (*end || !(copy_mb > 0) || copy_mb > 1e6) { fprintf(stderr, "mysample bench: bad --copy-mb '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--cache-dir")) { i++; cache_dir = v; }
     else { fprintf(stderr, "mysample bench: unknown flag '%s' with --device cuda\n", a); gb_usage(stderr); return 2; }
@@ -389,6 +393,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         double us, floor_us;
         if (!cfg_on[c]) continue;
         p.temperature = g->T; p.top_p = g->top_p; p.min_p = g->min_p; p.top_k = g->top_k;
+        if (min_tokens > 0) { p.min_tokens = min_tokens; p.eos_token_id = 0; }
         for (k = 0; k < B; k++) { pp[k] = &p; seeds[k] = 1000u + (uint64_t)k; pos[k] = 0; }
         memset(&bt, 0, sizeof bt);
         bt.n_rows = B; bt.vocab = V; bt.row_stride = (size_t)V; bt.params = pp;
@@ -418,9 +423,10 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         }
         for (k = 0; k < B; k++) {
           const float *x = host + (size_t)k * (size_t)V;
-          int32_t am = 0, j;
-          for (j = 1; j < V; j++) if (x[j] > x[am]) am = j;
-          if (h_tokens[k] < 0 || h_tokens[k] >= V || (g->T == 0.0f && h_tokens[k] != am)) {
+          const int32_t first = min_tokens > 0 ? 1 : 0;   /* (EOS, id 0, masked) */
+          int32_t am = first, j;
+          for (j = first + 1; j < V; j++) if (x[j] > x[am]) am = j;
+          if (h_tokens[k] < first || h_tokens[k] >= V || (g->T == 0.0f && h_tokens[k] != am)) {
             fprintf(stderr, "mysample bench: %s B=%d V=%d: row %d sampled %d (argmax %d): wrong\n", g->name, (int)B, (int)V, (int)k, (int)h_tokens[k], (int)am);
             rc = 1; break;
           }
@@ -432,9 +438,10 @@ int ms_cli_bench_cuda(int argc, char **argv) {
                  "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"floor_us\": %.6f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
                  g->name, (int)B, (int)V, (double)sigma, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
-          printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\", \"split\": %d}\n",
+          printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\", \"split\": %d, "
+                 "\"min_tokens\": %d}\n",
                  target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0,
-                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split);
+                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split, min_tokens);
         } else {
           printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0);
         }

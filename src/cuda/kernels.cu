@@ -557,15 +557,22 @@ __device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
    -inf, logit_bias is added (clamped on the host), then repetition
    (prompt and output, once: l > 0 ? l / r : l * r), frequency
    (l -= f * count) and presence (l -= p when count > 0). */
+/* The masks: whether id i passes them (ms_k_mask's bits of its row), and
+   its logit x then: a forced token keeps its logit, or 0 where the model
+   gave it none. */
+__device__ __forceinline__ bool allowed_id(const u32 *bits, i32 i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
+__device__ __forceinline__ float forced_or(i32 forced, i32 i, float x) {
+  return i == forced && !(x > ms_neg_inf() && x < ms_pos_inf()) ? 0.0f : x;
+}
 __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 i, float x) {
   const u64 wbase = (u64)r * (u64)A.words + (u64)(i >> 5);
   const int joint = (R.flags & F_JOINT) != 0;
   int biased = !(R.flags & F_BIAS);
   if (R.flags & F_MASK) {
-    u32 w = ((const u32 *)A.allow_bits)[wbase];
-    if (!((w >> (i & 31)) & 1u)) return ms_neg_inf();
-    /* a forced token keeps its logit, or 0 where the model gave it none */
-    if (i == R.forced && !(x > ms_neg_inf() && x < ms_pos_inf())) x = 0.0f;
+    const u32 *bits = (const u32 *)A.allow_bits + (u64)r * (u64)A.words;
+    MS_ASSUME_GLOBAL(bits);
+    if (!allowed_id(bits, i)) return ms_neg_inf();
+    x = forced_or(R.forced, i, x);
   }
   /* the masked stay -inf whatever the order; bias and penalties do not
      commute: vLLM and HF add the bias first, SGLang last */
@@ -792,6 +799,9 @@ __device__ __noinline__ Top4 top4_put(u32 *tk, i32 *ti, float l, i32 i, Top4 q) 
   return q;
 }
 
+#ifndef MS_MASK_INLINE
+#define MS_MASK_INLINE 1
+#endif
 /* Statistics of elements [beg, end) of row r by the whole block: the max of
    the processed logits and its lowest index, NaN/+Inf flags, and the raw
    log-sum-exp (online) when raw logprobs are asked for. Writes the
@@ -837,12 +847,20 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
        ids, or one a budget forces, is only those ids (the CPU reads no
        others) */
     const int raw_nan = !(flags & F_ALLOWED) && R.forced < 0;
+    /* masks alone (min_tokens, bans, bad words, allowed ids, a bitmask, a
+       forced token: the commonest) inline, not pointwise's call
+       (-DMS_MASK_INLINE=0: the call, to compare) */
+    const int mask_only = MS_MASK_INLINE && (flags & (F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN)) == F_MASK;
+    const u32 *bits = (const u32 *)A.allow_bits + (u64)r * (u64)A.words;
+    const i32 forced = R.forced;
+    MS_ASSUME_GLOBAL(bits);
+    MS_ASSUME_GLOBAL(work);
     row_for<1>(raw, beg, end, [&](i32 i, float x) {
       if (lse && x == x && x < ms_pos_inf()) {
         if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
         else sr = __fadd_rn(sr, ms_expf_dev(__fsub_rn(x, mr)));
       }
-      const float l = pw ? pointwise(A, R, r, i, x) : x;
+      const float l = !pw ? x : mask_only ? (allowed_id(bits, i) ? forced_or(forced, i, x) : ms_neg_inf()) : pointwise(A, R, r, i, x);
       if (l != l || (raw_nan && x != x)) fl |= 1;
       else if (l == ms_pos_inf()) fl |= 2;
       if (store) work[i] = l;
