@@ -219,9 +219,16 @@ check ${pfx}bench_json '[ $rc = 0 ] && grep -q "^ok$" $tmp/bench.log || { cat $t
 # checks the greedy rows against the argmax of the other ids)
 $bin bench --device cuda --batch 1,2 --vocab 3000 --config greedy,top_p_0.9 --reps 1 --inner 1 --copy-mb 1 \
   --working-set-mb 0 --min-tokens 3 --json > $tmp/bench_mt.jsonl 2>> $tmp/emu.err
-check ${pfx}bench_min_tokens '[ $? = 0 ] && [ $(grep -c "\"min_tokens\": 3}" $tmp/bench_mt.jsonl) = 4 ]'
+check ${pfx}bench_min_tokens '[ $? = 0 ] && [ $(grep -c "\"min_tokens\": 3," $tmp/bench_mt.jsonl) = 4 ]'
 $bin bench --device cuda --min-tokens -1 > /dev/null 2> $tmp/mt.err
 check bench_min_tokens_bad '[ $? = 2 ] && grep -q "bad --min-tokens" $tmp/mt.err'
+# --logprobs: every row's raw logprob, rank and top 5 (ms_k_lp; the bench
+# checks each row's result against its token)
+$bin bench --device cuda --batch 1,3 --vocab 3000 --config greedy,top_k_50_top_p_0.95 --reps 1 --inner 1 --copy-mb 1 \
+  --working-set-mb 0 --logprobs 5 --json > $tmp/bench_lp.jsonl 2>> $tmp/emu.err
+check ${pfx}bench_logprobs '[ $? = 0 ] && [ $(grep -c "\"logprobs\": 5}" $tmp/bench_lp.jsonl) = 4 ]'
+$bin bench --device cuda --logprobs 1025 > /dev/null 2> $tmp/lp.err
+check bench_logprobs_bad '[ $? = 2 ] && grep -q "bad --logprobs" $tmp/lp.err'
 [ "$gpu" = 1 ] && { echo "(the real GPU: the emulator-only table and text checks are left out)"; exit 0; }
 python3 tools/gpu_bench.py table --raw $tmp/bench.jsonl > $tmp/table.md 2> $tmp/table.err
 check emu_bench_table '[ $? = 0 ] && grep -q "CPU EMULATOR" $tmp/table.md && [ $(grep -c "^| 3000 |" $tmp/table.md) = 8 ] && grep -q "^- GPU model: mysample CPU emulator" $tmp/table.md'

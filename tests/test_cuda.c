@@ -58,18 +58,20 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 11);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums, tail */
+  CHECK(info.n_kernels == 12);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums, tail, lp */
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
-    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < 6);   /* six programs */
+    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < 8);   /* eight programs */
     CHECK(info.kernel_seconds[i] > 0.0 && info.kernel_seconds[i] <= info.seconds);
   }
   CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
   /* the draw's pass has a program of its own, apart from the radix passes' */
   CHECK(info.n_kernels > 9 && !strcmp(info.kernel[9], "ms_k_sums") && info.kernel_program[9] != info.kernel_program[2]);
-  /* a small top_k's rows end in the small program (fast compile) */
-  CHECK(info.n_kernels > 10 && !strcmp(info.kernel[10], "ms_k_tail") && info.kernel_program[10] == info.kernel_program[0]);
+  /* a small top_k's rows end in a program of their own (fast compile), apart from the small one's */
+  CHECK(info.n_kernels > 10 && !strcmp(info.kernel[10], "ms_k_tail") && info.kernel_program[10] != info.kernel_program[0]);
+  /* the logprobs have a program of their own, apart from ms_k_row's */
+  CHECK(info.n_kernels > 11 && !strcmp(info.kernel[11], "ms_k_lp") && info.kernel_program[11] != info.kernel_program[3]);
   /* the bins' variant holds more code than the default (the same sm) */
   {
     static unsigned long default_size[200];
@@ -1745,7 +1747,7 @@ static void test_gpu_l2_prefetch(void) {
 /* ---- top_k's candidates from the statistics (F_KFAST) ---------------------------
    top_k <= 256 takes its candidates from the statistics' read: each
    thread keeps its four largest keys, each block writes those that may be
-   among the row's k largest, and the last block finds the k-th largest of
+   among the row's k largest, and ms_k_tail finds the k-th largest of
    them; unless some thread or block may have left out a key that large,
    the lists hold the k largest and no pass reads the row again. The route
    is read from the row's selection state (Sel.cand at byte 68: 3 for the
@@ -1758,8 +1760,12 @@ static void test_gpu_l2_prefetch(void) {
    to the tail's gather; 3000 ties at
    the top overflow its list (the tail's count radix and top_p by masses
    take the row: cand 0). Every row equals the CPU, split over 1 to 32
-   blocks. */
+   blocks; and again without top_k, top_p 0.8 on the same selection
+   states: the radix passes' histograms, the lists' scratch before, are
+   zero again. */
 #define T_SEL_CAND 68   /* offsetof(Sel, cand) in src/cuda/kernels.cu (tests/cuda_emu/kernels.cpp checks it) */
+#define T_SEL_HIST 112        /* offsetof(Sel, hist), ... */
+#define T_SEL_HIST_WORDS 2048 /* ... and its u64 words (the same check) */
 static void test_gpu_topk_fast_route(void) {
   enum { R = 11, V = 12000 };
   static float logits[R * V], probs[R * V], cprobs[V];
@@ -1814,10 +1820,33 @@ static void test_gpu_topk_fast_route(void) {
          only, and ids 1024-1027 are another block's */
       else if (r == 10 && splits[si] == 32) CHECK_MSG(cand == 3, "split 32 row 10: cand %d", cand);
       else CHECK_MSG(cand == want[r], "split %d row %d: cand %d, want %d", splits[si], r, cand, want[r]);
+      {
+        /* the lists' scratch (Sel.hist) is zero again: the passes' histograms */
+        static uint64_t hist[T_SEL_HIST_WORDS];
+        const void *h = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)r * MS__CUDA_SEL_BYTES + T_SEL_HIST));
+        int nz = 0;
+        CHECK(ms_cuda_download(cu, hist, h, sizeof hist) == MS_OK);
+        for (j = 0; j < T_SEL_HIST_WORDS; j++) nz += hist[j] != 0;
+        CHECK_MSG(nz == 0, "split %d row %d: %d words of Sel.hist not zero after the call", splits[si], r, nz);
+      }
       if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5, cprobs,
                         ctop, &o, &crc, &e) && bad++ < 6)
         printf("  split %d row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", splits[si], r, tok[r], o.token, e,
                out[r].rank, o.rank);
+    }
+    {
+      ms_params again[R];
+      const ms_params *pa[R];
+      for (r = 0; r < R; r++) { again[r] = ps[r]; again[r].top_k = 0; again[r].top_p = 0.8f; pa[r] = &again[r]; }
+      t_batch_run(cu, &g, logits, R, V, pa, 5, probs, tok, out, top);
+      for (r = 0; r < R; r++) {
+        ms_output o;
+        ms_result crc;
+        double e;
+        if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &again[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5,
+                          cprobs, ctop, &o, &crc, &e) && bad++ < 6)
+          printf("  split %d row %d, top_p 0.8 after: token %d / cpu %d, max |dp| %.3g\n", splits[si], r, tok[r], o.token, e);
+      }
     }
     t_dev_free(cu, &g);
     ms_cuda_destroy(cu);

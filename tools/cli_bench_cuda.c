@@ -126,7 +126,8 @@ static void gb_usage(FILE *f) {
   fprintf(f,
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
-    "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--min-tokens N] [--json]\n"
+    "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--min-tokens N]\n"
+    "                      [--logprobs N] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -145,6 +146,9 @@ static void gb_usage(FILE *f) {
     "  --min-tokens: every row with min_tokens N and EOS id 0 (no sequence: EOS\n"
     "  masked), so the rows take the mask path (ms_k_mask, the work row; default\n"
     "  0); the cuda lines say which (\"min_tokens\").\n"
+    "  --logprobs: every row asks for its token's raw logprob, rank and the top N\n"
+    "  (0 .. 1024; default -1, none), results left on the device (ms_k_lp); the\n"
+    "  cuda lines say which (\"logprobs\").\n"
     "  Also: the first ms_cuda_create of the process on an existing context (loads\n"
     "  NVRTC, compiles or reads the disk cache, allocates) and the warm one\n"
     "  (in-memory cache), a cold NVRTC compile and a disk-cache load.\n"
@@ -159,7 +163,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -212,6 +216,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
       else { fprintf(stderr, "mysample bench: bad --topp '%s' (radix or bins)\n", v); return 2; }
     }
     else if (!strcmp(a, "--split")) { i++; split = (int)strtol(v, &end, 10); if (*end || split < -1 || split > 32) { fprintf(stderr, "mysample bench: bad --split '%s' (-1 .. 32)\n", v); return 2; } }
+    else if (!strcmp(a, "--logprobs")) { i++; logprobs = (int)strtol(v, &end, 10); if (*end || logprobs < 0 || logprobs > 1024) { fprintf(stderr, "mysample bench: bad --logprobs '%s' (0 .. 1024)\n", v); return 2; } }
     else if (!strcmp(a, "--min-tokens")) { i++; min_tokens = (int)strtol(v, &end, 10); if (*end || min_tokens < 0 || min_tokens > 1000000) { fprintf(stderr, "mysample bench: bad --min-tokens '%s' (0 .. 1000000)\n", v); return 2; } }
     else if (!strcmp(a, "--copy-mb")) { i++; copy_mb = strtod(v, &end); if (*end || !(copy_mb > 0) || copy_mb > 1e6) { fprintf(stderr, "mysample bench: bad --copy-mb '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--cache-dir")) { i++; cache_dir = v; }
@@ -356,7 +361,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     const int32_t V = vocabs[i];
     size_t unit_rows = (size_t)maxB, dev_rows, r;
     float *host = (float *)malloc(sizeof(float) * (size_t)maxB * (size_t)V);
-    void *d_logits = NULL, *d_tokens = NULL;
+    void *d_logits = NULL, *d_tokens = NULL, *d_out = NULL, *d_top = NULL;
     int32_t *h_tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)maxB);
     const ms_params **pp = (const ms_params **)malloc(sizeof(ms_params *) * (size_t)maxB);
     uint64_t *seeds = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)maxB), *pos = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)maxB);
@@ -372,7 +377,9 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         if (r + 1 < unit_rows * (size_t)V) host[r + 1] = (float)(m * sin(6.283185307179586 * w));
       }
       if (ms_cuda_malloc(cu, &d_logits, sizeof(float) * dev_rows * (size_t)V) != MS_OK ||
-          ms_cuda_malloc(cu, &d_tokens, sizeof(int32_t) * (size_t)maxB) != MS_OK) {
+          ms_cuda_malloc(cu, &d_tokens, sizeof(int32_t) * (size_t)maxB) != MS_OK ||
+          (logprobs >= 0 && ms_cuda_malloc(cu, &d_out, sizeof(ms_cuda_out) * (size_t)maxB) != MS_OK) ||
+          (logprobs > 0 && ms_cuda_malloc(cu, &d_top, sizeof(ms_logprob) * (size_t)maxB * (size_t)logprobs) != MS_OK)) {
         fprintf(stderr, "mysample bench: cannot allocate %.0f MB of logits (--working-set-mb)\n", 4.0 * (double)dev_rows * V / 1048576.0);
         rc = 1;
       }
@@ -394,10 +401,12 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         if (!cfg_on[c]) continue;
         p.temperature = g->T; p.top_p = g->top_p; p.min_p = g->min_p; p.top_k = g->top_k;
         if (min_tokens > 0) { p.min_tokens = min_tokens; p.eos_token_id = 0; }
+        p.logprobs = logprobs;
         for (k = 0; k < B; k++) { pp[k] = &p; seeds[k] = 1000u + (uint64_t)k; pos[k] = 0; }
         memset(&bt, 0, sizeof bt);
         bt.n_rows = B; bt.vocab = V; bt.row_stride = (size_t)V; bt.params = pp;
         bt.seeds = seeds; bt.positions = pos; bt.tokens = d_tokens;
+        if (logprobs >= 0) { bt.out = d_out; bt.top = logprobs > 0 ? d_top : NULL; bt.top_stride = logprobs; }
         for (k = -3; k < reps && rc == 0; k++) {   /* 3 warm-up groups */
           float ms = 0;
           int j;
@@ -432,6 +441,19 @@ int ms_cli_bench_cuda(int argc, char **argv) {
           }
         }
         if (rc) break;
+        /* ... and, with --logprobs, each row's result: its token, a logprob <= 0, a rank */
+        if (logprobs >= 0) {
+          ms_cuda_out o;
+          for (k = 0; k < B && rc == 0; k++) {
+            if (ms_cuda_download(cu, &o, (const ms_cuda_out *)d_out + k, sizeof o) != MS_OK) { fprintf(stderr, "mysample bench: %s: check call failed\n", g->name); rc = 1; }
+            else if (o.token != h_tokens[k] || o.status != 0 || !(o.logprob <= 0.0f) || o.rank < 1 || o.n_top != logprobs) {
+              fprintf(stderr, "mysample bench: %s B=%d V=%d: row %d: token %d (%d) logprob %g rank %d top %d: wrong\n", g->name, (int)B, (int)V,
+                      (int)k, (int)o.token, (int)h_tokens[k], (double)o.logprob, (int)o.rank, (int)o.n_top);
+              rc = 1;
+            }
+          }
+          if (rc) break;
+        }
         floor_us = copy_gbps > 0 ? 4.0 * (double)B * (double)V / (copy_gbps * 1e3) : 0.0;
         if (json) {
           printf("{\"group\": \"cuda\", \"impl\": \"mysample\", \"config\": \"%s\", \"batch\": %d, \"vocab\": %d, \"sigma\": %g, "
@@ -439,16 +461,16 @@ int ms_cli_bench_cuda(int argc, char **argv) {
                  g->name, (int)B, (int)V, (double)sigma, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
           printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\", \"split\": %d, "
-                 "\"min_tokens\": %d}\n",
+                 "\"min_tokens\": %d, \"logprobs\": %d}\n",
                  target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0,
-                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split, min_tokens);
+                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split, min_tokens, logprobs);
         } else {
           printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0);
         }
         fflush(stdout);
       }
     }
-    ms_cuda_free(cu, d_logits); ms_cuda_free(cu, d_tokens);
+    ms_cuda_free(cu, d_logits); ms_cuda_free(cu, d_tokens); ms_cuda_free(cu, d_out); ms_cuda_free(cu, d_top);
     free(host); free(h_tokens); free(pp); free(seeds); free(pos);
   }
 

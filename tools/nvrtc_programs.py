@@ -5,7 +5,7 @@ for in a cold compile is the largest of these (mysample_cuda.h compiles
 them at once). No GPU needed, only NVRTC.
 
 usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
-                               [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5]
+                               [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5,6,7]
                                [-D NAME=VALUE ...] [--save DIR]
 
 Prints the best of --reps compiles per program (the programs alternate
@@ -19,8 +19,8 @@ the library loads (NVRTC's, with --Ofast-compile=min where it applies),
 which nvcc's full optimisation of the same source need not match.
 
 The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
--DMS_UNIT=u, and --Ofast-compile=min for the programs of kernels the
-figures never run (FAST_UNITS below; keep it in step with
+-minimal (NVRTC 12.4 and newer), -DMS_UNIT=u, and --Ofast-compile=min
+for the small programs (FAST_UNITS below; keep it in step with
 ms__cu_unit_fast_ok). -D adds a define to every program (-D MS_TOPP_BINS=1:
 the programs of an ms_cuda with top_p's bins)."""
 import argparse
@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-FAST_UNITS = {3, 5}
+FAST_UNITS = {3, 5, 6}
 
 
 def load(path):
@@ -74,7 +74,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--nvrtc", default=None)
     ap.add_argument("--source", action="append", default=[])
-    ap.add_argument("--units", default="0,1,2,3,4,5")
+    ap.add_argument("--units", default="0,1,2,3,4,5,6,7")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--save", default=None, metavar="DIR")
     a = ap.parse_args()
@@ -87,7 +87,7 @@ def main():
         os.makedirs(a.save, exist_ok=True)
     for rep in range(a.reps):
         for u in units:
-            opts = ["-std=c++14", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
+            opts = ["-std=c++14", "-minimal", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
             if u in FAST_UNITS:
                 opts.append("--Ofast-compile=min")
             for k, src in enumerate(srcs):

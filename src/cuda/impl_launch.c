@@ -30,7 +30,7 @@
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
 #define MS__CUDA_MAX_PARTS 32
-#define MS__CUDA_SEL_BYTES 41128   /* sizeof(struct Sel) in kernels.cu */
+#define MS__CUDA_SEL_BYTES 41160   /* sizeof(struct Sel) in kernels.cu */
 #define MS__CUDA_PCAND 4096        /* MS_PCAND in kernels.cu: P_PGATHER's listed keys per row */
 #define MS__CUDA_MAX_TILES 2048    /* MS_MAXT in kernels.cu */
 
@@ -57,6 +57,7 @@
 #define MS__CUDA_N_KFAST 256 /* a row with F_KFAST: ms_k_tail */
 #define MS__CUDA_N_FULL 512  /* a row that needs the passes (not F_KFAST) */
 #define MS__CUDA_N_PBIN 1024 /* an F_TOPP_BINS row without F_PB_STATS: P_PBIN */
+#define MS__CUDA_N_LP 2048   /* a row with logprobs: ms_k_lp after ms_k_row */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -707,6 +708,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       }
     }
     if (flags & MS__CUDA_F_LP_PROC) *needs |= MS__CUDA_N_SUMS;
+    if (R->logprobs >= 0 && b->out) *needs |= MS__CUDA_N_LP;
     /* rows without logprobs end before ms_k_row: greedy ones in
        ms_k_stats, a small top_k's in ms_k_tail, the others without top_k
        in P_SUMS (a larger top_k's resolve on their candidates in
@@ -833,7 +835,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   /* every sampled row a small top_k's (ms_k_tail's): none of the dozen
      pass launches would find anything to do */
   nopass = cu->nopass && !(needs & MS__CUDA_N_FULL);
-  if (nopass) needs &= MS__CUDA_N_MASK | MS__CUDA_N_ROW | MS__CUDA_N_KFAST;
+  if (nopass) needs &= MS__CUDA_N_MASK | MS__CUDA_N_ROW | MS__CUDA_N_KFAST | MS__CUDA_N_LP;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu, cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
@@ -866,13 +868,16 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     if ((rc = ms__cuda_launch(cu, cu->fn[pass == MS__CUDA_P_SUMS ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows, (unsigned)G,
                               MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   }
-  /* llama.cpp rows: their chain on the top_k list (ms_k_row then adds raw logprobs and writes the result) */
+  /* llama.cpp rows: their chain on the top_k list (ms_k_row writes the result, ms_k_lp after it with raw logprobs) */
   if ((needs & MS__CUDA_N_LIST) &&
       (rc = ms__cuda_launch(cu, cu->fn[MS__K_LIST], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   /* every row ended in a pass (F_END): no ms_k_row launch (probs calls
      never set F_END, so they always set N_ROW) */
   if ((needs & MS__CUDA_N_ROW) &&
       (rc = ms__cuda_launch(cu, cu->fn[MS__K_ROW], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
+  /* the logprobs of the rows ms_k_row left them to, and their results */
+  if ((needs & (MS__CUDA_N_ROW | MS__CUDA_N_LP)) == (MS__CUDA_N_ROW | MS__CUDA_N_LP) &&
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_LP], (unsigned)b->n_rows, 1, MS__CUDA_ROW_THREADS, stream, &A)) != MS_OK) goto done;
   if (b->host_tokens && b->tokens &&
       d->memcpy_dtoh_async(b->host_tokens, (ms__CUdeviceptr)(uintptr_t)b->tokens, (size_t)b->n_rows * 4, stream) != MS__CUDA_SUCCESS) {
     rc = MS_ERR_DEVICE;

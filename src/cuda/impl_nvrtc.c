@@ -5,31 +5,34 @@
    MS_IN_UNIT(u), and program u gets -DMS_UNIT=u. The units compile in
    parallel threads, so a cold compile takes about as long as the largest
    unit (one program took the sum: 1.4 s against 0.8 s on 2 cores). The
-   kernels the figures run (ms_k_stats, ms_k_pass, ms_k_sums, ms_k_row)
-   have a program each; ms_k_pass and ms_k_sums were one kernel, which
-   alone took 1.7-1.85 s against 0.9-1.05 and 0.7 apart (one core of the
-   2-core development machine, session 19). */
+   kernels the figures run (ms_k_stats, ms_k_pass, ms_k_sums, ms_k_tail)
+   have a program each, and so do ms_k_row and ms_k_lp; ms_k_pass and
+   ms_k_sums were one kernel, which alone took 1.7-1.85 s against
+   0.9-1.05 and 0.7 apart (one core of the 2-core development machine,
+   session 19); ms_k_row with the logprobs (ms_k_lp's part) 1.07 s
+   against 0.70 and 0.42, and ms_k_tail in the small program 1.06 s
+   against 0.79 and 0.47 (session 25). */
 static const char *const ms__cu_kernel_names[] = {
   "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", "ms_k_ties", "ms_k_list",
-  "ms_k_eps", "ms_k_sums", "ms_k_tail", NULL
+  "ms_k_eps", "ms_k_sums", "ms_k_tail", "ms_k_lp", NULL
 };
-static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 5, 3, 4, 3 };
+static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 5, 3, 4, 6, 7 };
 /* The programs of kernels that run on lists or on rows that need them,
    never in the issue's figures (3: masks, sequences, ties, HF's epsilon
-   and eta, and ms_k_tail, whose work on a row is small; 5: llama.cpp's
-   list): NVRTC's fast compile (12.8 and newer)
+   and eta; 5: llama.cpp's list), and ms_k_tail's (6), whose work on a
+   row is small: NVRTC's fast compile (12.8 and newer)
    took the small program from 0.68 s to 0.44 s alone (nvcc as a
    stand-in), and the four programs on 2 cores from about 1.0 s to 0.8. */
 static const char *const ms__cu_unit_fast = "--Ofast-compile=min";
 static int ms__cu_unit_fast_ok(const char *const *opts, int n_opts, int rtc_major, int rtc_minor, int u) {
   int i;
-  if ((u != 3 && u != 5) || rtc_major < 12 || (rtc_major == 12 && rtc_minor < 8)) return 0;
+  if ((u != 3 && u != 5 && u != 6) || rtc_major < 12 || (rtc_major == 12 && rtc_minor < 8)) return 0;
   for (i = 0; i < n_opts; i++) if (!strncmp(opts[i], "--Ofast-compile", 15)) return 0;   /* the caller chose one */
   return 1;
 }
 enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_LIST, MS__K_EPS,
-       MS__K_SUMS, MS__K_TAIL, MS__K_COUNT_ };
-#define MS__CU_UNITS 6
+       MS__K_SUMS, MS__K_TAIL, MS__K_LP, MS__K_COUNT_ };
+#define MS__CU_UNITS 8
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */
 static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
@@ -424,6 +427,12 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   snprintf(archopt, sizeof archopt, "-arch=%s", target);
   opts[n_opts++] = archopt;
   for (i = 0; ms__cu_opts[i]; i++) opts[n_opts++] = ms__cu_opts[i];
+  /* NVRTC 12.4 and newer: -minimal leaves out the runtime API's
+     declarations (texture types, cudadevrt, launches from the device),
+     which the kernels never use: the front end's share of a program
+     halves (84 to 42 ms, one core, NVRTC 13.0), the binaries byte for
+     byte the same */
+  if (g->rtc_major > 12 || (g->rtc_major == 12 && g->rtc_minor >= 4)) opts[n_opts++] = "-minimal";
   if (o && o->topp_bins) opts[n_opts++] = "-DMS_TOPP_BINS=1";   /* (in the key through the options' hash) */
   n_opts += ms__cu_extra_opts(opts + n_opts, (int)(sizeof opts / sizeof opts[0]) - n_opts);
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);

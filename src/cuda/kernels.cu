@@ -14,8 +14,9 @@
                                finish combines the partials into the row's
                                Sel state
      ms_k_tail   grid B        rows with a small top_k (F_KFAST): the
-                               end of an F_END row on the candidates the
-                               statistics' lists gave, and the rare rows
+                               candidates the statistics' lists give
+                               (kfast_row), the end of an F_END row on
+                               them, and the rare rows
                                whose lists fell short, by the passes'
                                rules, one block a row
      ms_k_pass   grid B x G    one launch per full-row pass of the
@@ -33,8 +34,11 @@
                                processed logprobs into Sel)
      ms_k_row    grid B        one block per row: what is left after the
                                passes (top_k's candidates, the draw inside
-                               one tile, logprobs, probs) and the
-                               device-side sequence update.
+                               one tile, probs) and the device-side
+                               sequence update
+     ms_k_lp     grid B        rows with logprobs, one block a row, after
+                               ms_k_row: the token's logprob, its rank,
+                               the top N, then the row's result.
    A row without logprobs (F_END) ends before ms_k_row: a greedy one in
    ms_k_stats, a small top_k's in ms_k_tail, one without top_k or of the
    SGLang profile in P_SUMS's last block (ms_k_sums); ms_k_row skips it,
@@ -47,7 +51,7 @@
    profile, ties at theta past a position are cut: ids <= Sel.cut stay);
    no stage sorts. */
 
-/* mysample_cuda.h compiles the kernels as six NVRTC programs at once,
+/* mysample_cuda.h compiles the kernels as eight NVRTC programs at once,
    program u with -DMS_UNIT=u (its ms__cu_kernel_unit says which kernel is
    in which); without MS_UNIT (the emulator) every kernel is compiled. */
 #ifdef MS_UNIT
@@ -57,12 +61,13 @@
 #endif
 /* The block-wide helpers (reductions, scans, find_bin) and the tail's
    finishing steps as calls rather than inlined copies in the small
-   program (unit 3: its kernels call each a handful of times a row):
+   programs (units 3 and 6, ms_k_tail's: their kernels call each a
+   handful of times a row):
    ptxas then allocates registers over several small functions instead
    of one large one, and the program compiles about 0.2 s faster (1.26 to
    1.08 s, sm_90, one core). Elsewhere they stay inlined: as calls they
    gave ms_k_sums a 240-byte stack and spills. */
-#if defined(MS_UNIT) && MS_UNIT == 3
+#if defined(MS_UNIT) && (MS_UNIT == 3 || MS_UNIT == 6)
 #define MS_BLOCK_FN __noinline__
 #else
 #define MS_BLOCK_FN
@@ -196,12 +201,18 @@ struct Sel {
   i32 ll_rank, ll_ntop;
   u32 t_eps;              /* HF epsilon / eta: their threshold key (P_EPS, P_ETA; 0: none) */
   u32 nab;                /* F_PB_STATS: keys above the anchor listed in A.pcand by ms_k_stats's blocks (its last block zeroes it) */
+  double lp_z;            /* a row whose logprobs ms_k_lp adds (lp_go): ms_k_row's mass Z of the kept set, ... */
+  u32 lp_theta;           /* ... its kept set (kept_at(key, id, lp_theta, lp_cut)), ... */
+  i32 lp_cut;
+  i32 lp_token, lp_nkept; /* ... the token and how many were kept, ... */
+  i32 lp_cand;            /* ... whether it resolved on candidates (lp_nkept exact), ... */
+  i32 lp_go;              /* ... and 1 until ms_k_lp has written the row's result (ms_k_stats's last block zeroes it) */
   u64 pz, pa;             /* F_TOPP_BINS: the integer masses (2^-44) of the keys >= lower and >= pk_hi (P_PGATHER) */
   u32 pk_lo, pk_hi;       /* the keys of the bins that may hold top_p's threshold (P_PBIN) */
   i32 pbins;              /* the bins hold the threshold: 1 P_PBIN's, 2 the statistics' (F_PB_STATS); 0: the radix passes decide */
   i32 sums_done;          /* P_PGATHER or ms_k_tail summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
-static_assert(sizeof(Sel) == 41128, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
+static_assert(sizeof(Sel) == 41160, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
 struct Out { i32 token; float logprob; i32 rank; i32 status; i32 n_top; i32 greedy; u64 seed; u64 position; };
@@ -504,6 +515,12 @@ template <bool MAX> __device__ MS_BLOCK_FN u32 bext_u(u32 v) {
   }
   __syncthreads();
   return sh[0];
+}
+/* The block's OR of flag bits 1 and 2 (NaN, +Inf) in one reduction:
+   their counts, in the two halves of a sum (at most 1024 threads). */
+__device__ __forceinline__ i32 bflags(i32 fl) {
+  const u32 s = bsum_u((u32)(fl & 1) | ((u32)(fl & 2) << 15));
+  return ((s & 0xffffu) ? 1 : 0) | ((s >> 16) ? 2 : 0);
 }
 __device__ __forceinline__ u32 bmin_u(u32 v) { return bext_u<false>(v); }
 __device__ __forceinline__ u32 bmax_u(u32 v) { return bext_u<true>(v); }
@@ -857,8 +874,12 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
     MS_ASSUME_GLOBAL(work);
     row_for<1>(raw, beg, end, [&](i32 i, float x) {
       if (lse && x == x && x < ms_pos_inf()) {
-        if (x > mr) { sr = __fadd_rn(__fmul_rn(sr, ms_expf_dev(__fsub_rn(mr, x))), 1.0f); mr = x; }
-        else sr = __fadd_rn(sr, ms_expf_dev(__fsub_rn(x, mr)));
+        /* one exp an element (its code copied once per unrolled element,
+           not twice): e^(-|x - mr|), mr - x being -(x - mr) exactly */
+        const int up = x > mr;
+        const float e = ms_expf_dev(up ? __fsub_rn(mr, x) : __fsub_rn(x, mr));
+        sr = up ? __fadd_rn(__fmul_rn(sr, e), 1.0f) : __fadd_rn(sr, e);
+        if (up) mr = x;
       }
       const float l = !pw ? x : mask_only ? (allowed_id(bits, i) ? forced_or(forced, i, x) : ms_neg_inf()) : pointwise(A, R, r, i, x);
       if (l != l || (raw_nan && x != x)) fl |= 1;
@@ -872,7 +893,7 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   Part p;
   p.m = bmax_f(m);
   p.am = bmin_i(m == p.m ? am : 0x7fffffff);
-  p.fl = bmax_i(fl & 1) | bmax_i(fl & 2);
+  p.fl = bflags(fl);
   p.mr = bmax_f(mr);
   double s = (mr > ms_neg_inf()) ? (double)sr * (double)ms_expf_dev(__fsub_rn(mr, p.mr)) : 0.0;
   p.sr = (float)bsum_d(s);
@@ -912,7 +933,7 @@ __device__ __noinline__ Part row_stats_pb(const Args &A, i32 r, i32 beg, i32 end
   Part p;
   p.m = bmax_f(m);
   p.am = bmin_i(m == p.m ? am : 0x7fffffff);
-  p.fl = bmax_i(fl & 1) | bmax_i(fl & 2);
+  p.fl = bflags(fl);
   p.mr = ms_neg_inf(); p.sr = 0.0f; p.pad = 0;
   return p;
 }
@@ -940,7 +961,7 @@ __device__ Part combine_parts(const Part *pp, i32 n) {
   Part c;
   c.m = bmax_f(q.m);
   c.am = bmin_i(mine && q.m == c.m ? q.am : 0x7fffffff);
-  c.fl = bmax_i(q.fl & 1) | bmax_i(q.fl & 2);
+  c.fl = bflags(q.fl);
   c.mr = bmax_f(q.mr);
   c.sr = (float)bsum_d(q.mr > ms_neg_inf() ? (double)q.sr * (double)ms_expf_dev(__fsub_rn(q.mr, c.mr)) : 0.0);
   c.pad = 0;
@@ -1696,7 +1717,11 @@ __device__ __noinline__ i32 kfast_block(const u32 *tk, const i32 *ti, u32 *keys,
   return (i32)min(*s_n, (u32)cap);
 }
 
-/* F_KFAST, in the row's last block of ms_k_stats: the k-th largest key of
+#endif
+
+#if MS_IN_UNIT(6)
+/* F_KFAST, at the start of ms_k_tail (one block a row, after the lists of
+   ms_k_stats's blocks are complete): the k-th largest key of
    the lists (kth_key over the slots), the bound edge = max(it, lower), and
    whether the lists hold every key >= edge of the row (every block's
    bound below edge). Then: the keys >= edge listed in Q->ck / Q->cid
@@ -1732,7 +1757,9 @@ __device__ __noinline__ void kfast_row(Sel *Q, const Row &R, i32 G, const i32 *n
   __syncthreads();
   if (tid == 0 && *s_n <= (u32)MS_CAND) { Q->cand = 3; Q->ncand = *s_n; Q->cdone = 1; }
 }
+#endif
 
+#if MS_IN_UNIT(2)
 #if MS_BINS_ON
 /* F_PB_STATS, in every block of ms_k_stats before the read: the anchor
    (the largest finite logit of the row's sample: the same in every
@@ -1851,7 +1878,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   __shared__ i32 s_ti[MS_TOP4 * MS_ST];
 #endif
   __shared__ u32 s_kth[MS_KTH_BINS];
-  __shared__ i32 s_nb[32];
   __shared__ u32 s_n;
   const i32 r = blockIdx.x, c = blockIdx.y;
   if (threadIdx.x == 0) sA = A_;
@@ -1898,6 +1924,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     Q->target = 0.0;
     Q->t_eps = 0u;
     Q->pz = 0ull; Q->pa = 0ull;
+    Q->lp_go = 0;
     /* rows that end here: greedy ones, and any that cannot be sampled */
     const i32 st = part_status(t);
     const int greedy = (R.flags & F_GREEDY) != 0;
@@ -1906,16 +1933,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
 #if MS_BINS_ON
   if (pbs) pb_stats_finish(A, R, Q, r, t.m, part_status(t), s_pb.a, s_x.pb.c);
 #endif
-  if (kfast && !part_status(t)) {
-    /* top_k's candidates without a counting pass, mostly without any
-       pass: the row's k largest are among the blocks' lists unless one
-       thread held five of them (or a block more than its slot) */
-    if ((i32)threadIdx.x < A.n_parts) s_nb[threadIdx.x] = *(const volatile i32 *)&pp[threadIdx.x].pad;
-    __syncthreads();   /* (and thread 0's t_minp) */
-    kfast_row(Q, R, A.n_parts, s_nb, s_kth, &s_n);
-    __syncthreads();   /* every thread is done with the lists */
-  }
-  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
+  /* (F_KFAST: ms_k_tail reads the blocks' lists, kfast_row, then zeroes
+     hist; in this kernel kfast_row made its program the largest to
+     compile, 1.14 s against 0.92 without, one core) */
+  if (!(kfast && !part_status(t))) for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
 #endif
 
@@ -3059,13 +3080,14 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
 /* ---- the row kernel -------------------------------------------------------- */
 
 
-#if MS_IN_UNIT(0)
 /* Two blocks per SM (32 registers, a few spilled on paths that are not
    hot): a batch of 256 rows then runs in one wave instead of two, and the
-   top_k rows' candidate step took 52 us of 329 at batch 256 on an H200. */
+   top_k rows' candidate step took 52 us of 329 at batch 256 on an H200.
+   (ms_k_lp's too.) */
 #ifndef MS_ROW_MINB
 #define MS_ROW_MINB 2
 #endif
+#if MS_IN_UNIT(0)
 extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A) {
   ms_pdl_start();
   __shared__ Row sR;
@@ -3106,7 +3128,6 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
   }
 
   const float *src = row_src(A, R, r);
-  const float *rawp = (const float *)A.logits + (u64)r * A.stride;
   const float M = sP.m;
   const int greedy = (R.flags & F_GREEDY) != 0;
   const int lp_on = out != 0 && R.logprobs >= 0;
@@ -3171,10 +3192,68 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
     }
   }
 
-  /* logprobs: the token's, its rank, and the top N. Raw: log_softmax of
-     the caller's row; processed: log of the final distribution (greedy
-     rows: log_softmax of the processed row), kept tokens only. */
+  /* rows with logprobs end in ms_k_lp (a kernel of its own: here they
+     made this the largest program to compile, 1.03 s against 0.69 s
+     without, one core): what it needs, into the row's Sel */
   if (lp_on && token >= 0 && !((R.flags & F_LLAMA) && lp_proc)) {
+    if (tid == 0) {
+      Sel *W = (Sel *)A.sel + r;
+      W->lp_z = Z; W->lp_theta = theta; W->lp_cut = cut;
+      W->lp_token = token; W->lp_nkept = nkept; W->lp_cand = cand;
+      W->lp_go = 1;
+    }
+    return;
+  }
+  if (tid == 0) put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, lp_tok, rank, n_top, greedy, s_pos, !A.probs);
+}
+#endif
+
+#if MS_IN_UNIT(7)
+/* The logprobs of the rows ms_k_row left to it (Sel.lp_go), one block a
+   row: the token's, its rank, and the top N, then the row's result.
+   Raw: log_softmax of the caller's row; processed: log of the final
+   distribution (greedy rows: log_softmax of the processed row), kept
+   tokens only. */
+extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_lp(Args A) {
+  ms_pdl_start();
+  __shared__ Row sR;
+  __shared__ Part sP;
+  __shared__ i32 s_go;
+  __shared__ u64 s_pos;
+  __shared__ struct { struct { u32 key[MS_CAND]; i32 id[MS_CAND]; } c; } s_buf;
+  __shared__ u32 s_ncand;
+
+  const i32 r = blockIdx.x;
+  const i32 V = A.vocab;
+  const i32 tid = threadIdx.x;
+  Sel *Q = (Sel *)A.sel + r;
+  row_to_shared(&sR, A, r);
+  if (tid == 0) s_go = 0;
+  __syncthreads();
+  const Row &R = sR;
+  Out *out = A.out ? (Out *)A.out + r : (Out *)0;
+  if (R.status != 0 || (R.flags & F_END) || !out) return;
+  if (tid == 0 && Q->lp_go) {
+    s_go = 1;
+    sP = Q->P;
+    s_pos = row_pos(A, R);   /* (as ms_k_row's: the slot's length is only advanced below) */
+  }
+  __syncthreads();
+  if (!s_go) return;
+
+  const float *src = row_src(A, R, r);
+  const float *rawp = (const float *)A.logits + (u64)r * A.stride;
+  const float M = sP.m;
+  const int greedy = (R.flags & F_GREEDY) != 0;
+  const int lp_proc = (R.flags & F_LP_PROC) != 0;
+  const float S = greedy ? 1.0f : R.inv_temp;   /* greedy rows: logprobs at T = 1 */
+  const u32 theta = Q->lp_theta;
+  const i32 cut = Q->lp_cut, token = Q->lp_token, cand = Q->lp_cand;
+  const double Z = Q->lp_z;
+  i32 nkept = Q->lp_nkept;
+  float lp_tok = 0.0f;
+  i32 rank = 0, n_top = (R.flags & F_LLAMA) ? Q->ll_ntop : 0;   /* (a llama.cpp row's, as ms_k_list left it, unless a top list is written here) */
+  {
     LpVal lv;
     lv.p = lp_proc ? src : rawp;
     lv.theta = theta;
@@ -3254,13 +3333,17 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
 #undef MS_LP
   }
 
-  if (tid == 0) put_result(A, R, r, token, token >= 0 ? 0 : ST_ALL_MASKED, lp_tok, rank, n_top, greedy, s_pos, !A.probs);
+  __syncthreads();   /* every thread has read the row's Sel */
+  if (tid == 0) {
+    Q->lp_go = 0;
+    put_result(A, R, r, token, 0, lp_tok, rank, n_top, greedy, s_pos, !A.probs);
+  }
 }
 #endif
 
 /* ---- a small top_k's rows after the statistics ----------------------------- */
 
-#if MS_IN_UNIT(3)
+#if MS_IN_UNIT(6)
 /* Rows with F_KFAST, one block a row, right after ms_k_stats: no pass
    reads them. The statistics' lists mostly hold the k largest (cand 3),
    and an F_END row ends here on them (end_cands). Where the lists fell
@@ -3281,6 +3364,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 4) ms_k_tail(Args A_) {
   ms_pdl_start();
   __shared__ union { double d[MS_BINS]; u32 u[4 * MS_CAND]; } sh;   /* select_mass, end_cands, end_draw */
   static_assert(MS_BINS * 8 >= MS_CAND * 16, "ms_k_tail's scratch: end_cands's keys, ids and weights");
+  static_assert(4 * MS_CAND >= MS_KTH_BINS, "ms_k_tail's scratch: kth_key's histogram");
   __shared__ Row sR;
   __shared__ CandSh s_c;
   __shared__ DrawSh s_draw;
@@ -3289,6 +3373,8 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 4) ms_k_tail(Args A_) {
      (a reference to the parameter had every thread copy it to local
      memory: a 248-byte stack) */
   __shared__ Args sA;
+  __shared__ i32 s_nb[32];
+  __shared__ u32 s_n;
   const i32 r = blockIdx.x, tid = threadIdx.x;
   if (tid == 0) sA = A_;
   row_to_shared(&sR, A_, r);
@@ -3297,7 +3383,18 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 4) ms_k_tail(Args A_) {
   const i32 V = A.vocab;
   Sel *Q = (Sel *)A.sel + r;
   const Row &R = sR;
-  if (R.status != 0 || !(R.flags & F_KFAST) || (R.flags & F_GREEDY) || Q->status != 0) return;
+  if (R.status != 0 || !(R.flags & F_KFAST) || R.top_k > MS_KFAST_MAX || Q->status != 0) return;
+  /* top_k's candidates without a counting pass, mostly without any pass:
+     the row's k largest are among the lists of ms_k_stats's blocks unless
+     one thread held five of them (or a block more than its slot); then
+     hist, their scratch, back to zero for the passes */
+  const Part *pp = (const Part *)A.parts + (u64)r * (u64)A.n_parts;
+  if (tid < A.n_parts) s_nb[tid] = pp[tid].pad;
+  __syncthreads();
+  kfast_row(Q, R, A.n_parts, s_nb, sh.u, &s_n);
+  __syncthreads();   /* every thread is done with the lists (and thread 0's Q->cand is visible) */
+  for (i32 b = tid; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
+  if (R.flags & F_GREEDY) return;
   const i32 cand = Q->cand;
   const int end = (R.flags & F_END) != 0;
   if (cand == 3 && !end) return;   /* ms_k_row resolves it */

@@ -11,6 +11,7 @@
 
 /* tests/test_cuda.c reads a row's route from its selection state */
 static_assert(offsetof(Sel, cand) == 68, "T_SEL_CAND in tests/test_cuda.c");
+static_assert(offsetof(Sel, hist) == 112 && sizeof(((Sel *)0)->hist) == 2048 * 8, "T_SEL_HIST, T_SEL_HIST_WORDS in tests/test_cuda.c");
 static_assert(offsetof(Sel, tsum) == offsetof(Sel, hist) + sizeof(((Sel *)0)->hist), "F_KFAST's scratch: Sel.hist and Sel.tsum adjacent");
 
 static const ms_emu_kernel ms_emu_kernels_cu[] = {
