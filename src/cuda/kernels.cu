@@ -3251,87 +3251,84 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_lp(Args A)
   const i32 cut = Q->lp_cut, token = Q->lp_token, cand = Q->lp_cand;
   const double Z = Q->lp_z;
   i32 nkept = Q->lp_nkept;
-  float lp_tok = 0.0f;
-  i32 rank = 0, n_top = (R.flags & F_LLAMA) ? Q->ll_ntop : 0;   /* (a llama.cpp row's, as ms_k_list left it, unless a top list is written here) */
-  {
-    LpVal lv;
-    lv.p = lp_proc ? src : rawp;
-    lv.theta = theta;
-    lv.cut = cut;
-    lv.raw = !lp_proc;
-    const double log_sr = log((double)sP.sr);
-    const double logZ = log(Z);
-    const float vt = lv(token);
-    const u32 kt = fkey(vt);
-    /* the rank, and how many the kept set holds (processed: lv is -inf
-       outside it, and a kept logit is finite) */
-    u32 cnt = 0u, nk = 0u;
-    for (i32 i = tid; i < V; i += blockDim.x) {
-      const float v = lv(i);
-      cnt += fkey(v) > kt ? 1u : 0u;
-      nk += v > ms_neg_inf() ? 1u : 0u;
-    }
-    cnt = bsum_u(cnt);
-    rank = (i32)cnt + 1;
-    if (lp_proc && !cand) nkept = (i32)bsum_u(nk);
-#define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
-                  : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
-    lp_tok = MS_LP(vt);
-    i32 N = min(min(R.logprobs, A.top_stride), lp_proc ? nkept : V);
-    if (N > MS_CAND) N = MS_CAND;
-    if (N > 0 && A.top) {
-      u32 na, ne;
-      u32 tau = select_count(lv, V, 0u, (u32)N, &na, &ne);
-      if (tid == 0) s_ncand = 0u;
-      __syncthreads();
-      const u32 need_eq = (u32)N - na;   /* places left for keys equal to tau */
-      const int all_eq = ne <= need_eq;  /* (N >= V: tau = 0, every key is larger) */
-      /* -inf (a raw row's own, or a masked processed one) is never listed,
-         as on the CPU: the list may be shorter than N */
-      for (i32 i = tid; i < V; i += blockDim.x) {
-        u32 key = fkey(lv(i));
-        if ((key > tau || (key == tau && all_eq)) && key != MS_KEY_NEG_INF) {
-          u32 pos = atomicAdd(&s_ncand, 1u);
-          if (pos < MS_CAND) { s_buf.c.key[pos] = key; s_buf.c.id[pos] = i; }
-        }
-      }
-      __syncthreads();
-      if (!all_eq && tau != MS_KEY_NEG_INF) {
-        /* more ties at tau than places left: the lowest ids, in id order */
-        u32 taken = 0u;
-        const u32 base = s_ncand;
-        for (i32 start = 0; start < V && taken < need_eq; start += blockDim.x) {
-          i32 i = start + tid;
-          u32 f = (i < V && fkey(lv(i)) == tau) ? 1u : 0u;
-          u32 tot;
-          u32 pos = bscan_excl(f, &tot);
-          if (f && taken + pos < need_eq) { s_buf.c.key[base + taken + pos] = tau; s_buf.c.id[base + taken + pos] = i; }
-          taken += tot;
-        }
-        __syncthreads();
-        if (tid == 0) s_ncand = base + need_eq;
-        __syncthreads();
-      }
-      const i32 n = min((i32)s_ncand, N);
-      TopEntry *top = (TopEntry *)A.top + (u64)r * (u64)A.top_stride;
-      if (tid < n) {
-        /* place by (value descending, id ascending) */
-        u32 k = s_buf.c.key[tid];
-        i32 id = s_buf.c.id[tid];
-        i32 pos = 0;
-        for (i32 j = 0; j < n; j++) {
-          u32 kj = s_buf.c.key[j];
-          if (kj > k || (kj == k && s_buf.c.id[j] < id)) pos++;
-        }
-        float v = lv(id);
-        top[pos].token = id;
-        top[pos].logprob = MS_LP(v);
-      }
-      n_top = n;
-      __syncthreads();
-    }
-#undef MS_LP
+  i32 n_top = (R.flags & F_LLAMA) ? Q->ll_ntop : 0;   /* (a llama.cpp row's, as ms_k_list left it, unless a top list is written here) */
+  LpVal lv;
+  lv.p = lp_proc ? src : rawp;
+  lv.theta = theta;
+  lv.cut = cut;
+  lv.raw = !lp_proc;
+  const double log_sr = log((double)sP.sr);
+  const double logZ = log(Z);
+  const float vt = lv(token);
+  const u32 kt = fkey(vt);
+  /* the rank, and how many the kept set holds (processed: lv is -inf
+     outside it, and a kept logit is finite) */
+  u32 cnt = 0u, nk = 0u;
+  for (i32 i = tid; i < V; i += blockDim.x) {
+    const float v = lv(i);
+    cnt += fkey(v) > kt ? 1u : 0u;
+    nk += v > ms_neg_inf() ? 1u : 0u;
   }
+  cnt = bsum_u(cnt);
+  const i32 rank = (i32)cnt + 1;
+  if (lp_proc && !cand) nkept = (i32)bsum_u(nk);
+#define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
+                : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
+  const float lp_tok = MS_LP(vt);
+  i32 N = min(min(R.logprobs, A.top_stride), lp_proc ? nkept : V);
+  if (N > MS_CAND) N = MS_CAND;
+  if (N > 0 && A.top) {
+    u32 na, ne;
+    u32 tau = select_count(lv, V, 0u, (u32)N, &na, &ne);
+    if (tid == 0) s_ncand = 0u;
+    __syncthreads();
+    const u32 need_eq = (u32)N - na;   /* places left for keys equal to tau */
+    const int all_eq = ne <= need_eq;  /* (N >= V: tau = 0, every key is larger) */
+    /* -inf (a raw row's own, or a masked processed one) is never listed,
+       as on the CPU: the list may be shorter than N */
+    for (i32 i = tid; i < V; i += blockDim.x) {
+      u32 key = fkey(lv(i));
+      if ((key > tau || (key == tau && all_eq)) && key != MS_KEY_NEG_INF) {
+        u32 pos = atomicAdd(&s_ncand, 1u);
+        if (pos < MS_CAND) { s_buf.c.key[pos] = key; s_buf.c.id[pos] = i; }
+      }
+    }
+    __syncthreads();
+    if (!all_eq && tau != MS_KEY_NEG_INF) {
+      /* more ties at tau than places left: the lowest ids, in id order */
+      u32 taken = 0u;
+      const u32 base = s_ncand;
+      for (i32 start = 0; start < V && taken < need_eq; start += blockDim.x) {
+        i32 i = start + tid;
+        u32 f = (i < V && fkey(lv(i)) == tau) ? 1u : 0u;
+        u32 tot;
+        u32 pos = bscan_excl(f, &tot);
+        if (f && taken + pos < need_eq) { s_buf.c.key[base + taken + pos] = tau; s_buf.c.id[base + taken + pos] = i; }
+        taken += tot;
+      }
+      __syncthreads();
+      if (tid == 0) s_ncand = base + need_eq;
+      __syncthreads();
+    }
+    const i32 n = min((i32)s_ncand, N);
+    TopEntry *top = (TopEntry *)A.top + (u64)r * (u64)A.top_stride;
+    if (tid < n) {
+      /* place by (value descending, id ascending) */
+      u32 k = s_buf.c.key[tid];
+      i32 id = s_buf.c.id[tid];
+      i32 pos = 0;
+      for (i32 j = 0; j < n; j++) {
+        u32 kj = s_buf.c.key[j];
+        if (kj > k || (kj == k && s_buf.c.id[j] < id)) pos++;
+      }
+      float v = lv(id);
+      top[pos].token = id;
+      top[pos].logprob = MS_LP(v);
+    }
+    n_top = n;
+    __syncthreads();
+  }
+#undef MS_LP
 
   __syncthreads();   /* every thread has read the row's Sel */
   if (tid == 0) {
