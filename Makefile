@@ -10,10 +10,13 @@ SRC_PARTS  := $(wildcard src/*.h src/*.c src/*.inc src/*.txt src/cuda/*)
 TOOL_SRCS  := $(wildcard tools/*.c)
 TEST_SRCS  := $(wildcard tests/test_*.c)
 TEST_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# the tests that use only the public API link one build of the
+# implementation (tests/impl.c); the others include it themselves
+SHARED_IMPL_TESTS := $(patsubst %,$(BUILD)/tests/test_%,catalogue core golden json llamacpp llamacpp_ref sampling text)
 EXAMPLE_SRCS := $(filter-out examples/server.c,$(wildcard examples/*.c))
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
 
-.PHONY: all test headers check-amalgamation clean bench
+.PHONY: all test shared-impl-tests headers check-amalgamation clean bench
 # Each area adds its own targets in mk/*.mk (examples, fuzzing, CUDA).
 all: headers $(BUILD)/mysample $(EXAMPLE_BINS)
 
@@ -32,6 +35,18 @@ $(BUILD)/examples/%: examples/%.c mysample.h
 $(BUILD)/tests/%: tests/%.c mysample.h tests/testlib.h tests/chi2.h tools/naive.h tools/naive_llamacpp.h
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(WARN) -DMYSAMPLE_THREADS -I. -Itests -o $@ $< $(LDLIBS)
+
+$(BUILD)/tests/impl.o: tests/impl.c mysample.h
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(WARN) -DMYSAMPLE_THREADS -I. -c -o $@ $<
+
+$(SHARED_IMPL_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/tests/impl.o mysample.h tests/testlib.h tests/chi2.h tools/naive.h tools/naive_llamacpp.h
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) $(WARN) -DMYSAMPLE_THREADS -I. -Itests -o $@ $< $(BUILD)/tests/impl.o $(LDLIBS)
+
+# for tests/sanitize.sh, which links them the same way
+shared-impl-tests:
+	@echo $(notdir $(SHARED_IMPL_TESTS))
 
 test: all $(TEST_BINS)
 	@tests/run.sh

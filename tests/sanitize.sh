@@ -18,10 +18,15 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktra
 one() {
   local t=$1 name rc why
   name=$(basename "$t" .c)
-  local o=-O0
+  local o=-O0 impl=
   case " $opt1 " in *" $name "*) o=-O1 ;; esac
+  case " $shared " in *" $name "*) impl=$out/impl.o ;; esac
   {
-    if ! $cc $o $flags -I. -Itests -o "$out/$name" "$t" -lm -lpthread -ldl 2> "$out/$name.build.log"; then
+    if [ -n "$impl" ]; then
+      while [ ! -f $out/impl.rc ]; do sleep 0.2; done
+      if [ "$(cat $out/impl.rc)" != 0 ]; then echo "FAIL asan build $name: tests/impl.c did not build"; head -20 $out/impl.build.log; exit 1; fi
+    fi
+    if ! $cc $o $flags -I. -Itests -o "$out/$name" "$t" $impl -lm -lpthread -ldl 2> "$out/$name.build.log"; then
       echo "FAIL asan build $name"; head -20 "$out/$name.build.log"; exit 1
     fi
     "$out/$name" > "$out/$name.log" 2>&1; rc=$?
@@ -36,7 +41,14 @@ one() {
     fi
   } > "$out/$name.result" 2>&1
 }
-export -f one; export out cc flags opt1
+# the tests the Makefile links with one build of the implementation
+# (tests/impl.c) link this one, built once at -O1
+# (tests/impl.c) link this one, built once at -O1 beside the first test;
+# its exit status in $out/impl.rc
+shared=$(make -s shared-impl-tests)
+rm -f $out/impl.rc
+{ $cc -O1 $flags -I. -c -o $out/impl.o tests/impl.c 2> $out/impl.build.log; echo $? > $out/impl.rc; } &
+export -f one; export out cc flags opt1 shared
 # the slowest first (so that none starts last); the chi-square tests with
 # 20000 draws and typical's row sweeps capped (the sanitizers look for
 # memory and UB errors, which the paths show at any count; make test runs

@@ -1,7 +1,6 @@
 /* The custom logits hook, the reasoning budget, and the llama.cpp
    penalty window and DRY checked against values worked out by hand from
    llama.cpp's rules (docs/ENGINES.md 1.3). */
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 #include <stdlib.h>

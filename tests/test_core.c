@@ -2,7 +2,6 @@
    sort-based reference (tools/naive.h) on every SIMD path, error codes,
    validation messages, logprobs, batches and threads. */
 #define _POSIX_C_SOURCE 200112L
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 #include "../tools/naive.h"

@@ -151,34 +151,95 @@ static void test_compile_caches(void) {
   f = fopen(a.cache_file, "rb");
   CHECK(f != NULL);
   if (f) fclose(f);
-  /* a truncated file (its header intact) is ignored, never loaded */
+  /* a truncated file (its header intact) is not read: the reader itself
+     (a compile per case took 4-5 s of the suite; a corrupt file below
+     takes the whole way) */
   f = fopen(a.cache_file, "rb");
   if (f) {
     static char whole[1 << 20];
-    const size_t n = fread(whole, 1, sizeof whole, f);
+    char key[256];
+    size_t n = fread(whole, 1, sizeof whole, f), len[MS__CU_UNITS], off[MS__CU_UNITS], size;
+    char *data;
     fclose(f);
     CHECK(n > 1000 && n < sizeof whole);
+    /* the key is the header's third field */
+    CHECK(sscanf(whole, "mysample-cuda-cache 2 %255s", key) == 1);
+    data = ms__cu_read_cache(a.cache_file, key, len, off, &size);   /* intact: read */
+    CHECK(data != NULL);
+    MS__CU_FREE(data);
     f = fopen(a.cache_file, "wb");
     if (f) { fwrite(whole, 1, n - 1000, f); fclose(f); }
-    o.no_memory_cache = 1;
-    CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_OK);
-    CHECK_EQ_INT(b.source, 0);
+    CHECK(ms__cu_read_cache(a.cache_file, key, len, off, &size) == NULL);
+    key[0] ^= 1;                                                      /* another key: not read */
+    f = fopen(a.cache_file, "wb");
+    if (f) { fwrite(whole, 1, n, f); fclose(f); }
+    CHECK(ms__cu_read_cache(a.cache_file, key, len, off, &size) == NULL);
   }
-  /* a corrupt file is ignored (recompiled), never loaded */
+  /* a corrupt file is ignored (recompiled and rewritten), never loaded */
   f = fopen(a.cache_file, "wb");
   if (f) { fputs("mysample-cuda-cache 1 garbage 5\nxxxxx", f); fclose(f); }
   o.no_memory_cache = 1;
   CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_OK);
   CHECK_EQ_INT(b.source, 0);
-  /* disabled: no file name */
-  o.cache_dir = "";
   CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_OK);
-  CHECK(b.cache_file[0] == 0);
+  CHECK_EQ_INT(b.source, 2);
+  /* disabled: by an empty directory or the flag (the environment's
+     "off" and "0": test_cache_dir_env) */
+  o.cache_dir = "";
+  CHECK(ms__cu_cache_dir(&o, path, sizeof path) == 0);
+  o.cache_dir = dir;
+  o.no_disk_cache = 1;
+  CHECK(ms__cu_cache_dir(&o, path, sizeof path) == 0);
+  o.no_disk_cache = 0;
+  CHECK(ms__cu_cache_dir(&o, path, sizeof path) == 1 && !strcmp(path, dir));
   remove(a.cache_file);
   remove(dir);
   snprintf(path, sizeof path, "%s", dir);
   *strrchr(path, '/') = 0; /* the per-run parent too: runs leave nothing behind */
   remove(path);
+}
+
+/* Where the disk cache lives: an explicit directory, then
+   $MYSAMPLE_CUDA_CACHE ("off" or "0": none), $XDG_CACHE_HOME/mysample,
+   $HOME/.cache/mysample (docs/CUDA.md). */
+static void t_setenv(const char *name, const char *value) {
+#ifndef _WIN32
+  if (value) setenv(name, value, 1); else unsetenv(name);
+#else
+  (void)name; (void)value;
+#endif
+}
+static void test_cache_dir_env(void) {
+  char saved[3][512], buf[600];
+  const char *names[3] = { "MYSAMPLE_CUDA_CACHE", "XDG_CACHE_HOME", "HOME" };
+  int had[3], i;
+  ms_cuda_compile_opts o;
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#endif
+  for (i = 0; i < 3; i++) {
+    const char *v = getenv(names[i]);
+    had[i] = v != NULL;
+    snprintf(saved[i], sizeof saved[i], "%s", v ? v : "");
+  }
+  t_setenv("MYSAMPLE_CUDA_CACHE", "off");
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 0);
+  t_setenv("MYSAMPLE_CUDA_CACHE", "0");
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 0);
+  memset(&o, 0, sizeof o);
+  o.cache_dir = "/opt/explicit";   /* the caller's directory wins over the environment */
+  CHECK(ms__cu_cache_dir(&o, buf, sizeof buf) == 1 && !strcmp(buf, "/opt/explicit"));
+  t_setenv("MYSAMPLE_CUDA_CACHE", "/tmp/ms-cache-x");
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/tmp/ms-cache-x"));
+  t_setenv("MYSAMPLE_CUDA_CACHE", NULL);
+  t_setenv("XDG_CACHE_HOME", "/tmp/xdg");
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/tmp/xdg/mysample"));
+  t_setenv("XDG_CACHE_HOME", NULL);
+  t_setenv("HOME", "/home/u");
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/home/u/.cache/mysample"));
+  t_setenv("HOME", NULL);
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 0);   /* nowhere to put it: off */
+  for (i = 0; i < 3; i++) t_setenv(names[i], had[i] ? saved[i] : NULL);
 }
 
 /* The embedded source is src/cuda/kernels.cu byte for byte. */
@@ -3059,6 +3120,7 @@ int main(int argc, char **argv) {
     RUN(test_nvrtc_unsupported_arch);
     RUN(test_nvrtc_options_env);
     RUN(test_compile_caches);
+    RUN(test_cache_dir_env);
     RUN(test_embedded_source);
     RUN(test_loader_without_gpu);
     RUN(test_rng_formula_matches_cpu);

@@ -10,7 +10,6 @@
    One PASS/FAIL line per group of cases (the middle part of the case
    name, e.g. vllm_topk); failing cases are printed with their first
    mismatching ids. Run from the repository root. */
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 

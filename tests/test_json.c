@@ -1,6 +1,5 @@
 /* JSON/SSE writer: every object is parsed back by the independent strict
    parser in json_check.h and its fields are checked. */
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 #include "json_check.h"

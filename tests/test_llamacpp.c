@@ -45,7 +45,6 @@
      (size N): p > 0 for each of them, p = 0 below, except token 0, whose
      logit is -inf: when min_id is 0 it is in llama.cpp's array with p 0,
      so it must get exactly 0 and counts in N. */
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 

@@ -44,7 +44,6 @@
    Every test SKIPs when the build answers MS_ERR_UNSUPPORTED for the
    profile. Run from the repository root (tests/run.sh does). */
 #define _POSIX_C_SOURCE 200112L
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 #include "chi2.h"

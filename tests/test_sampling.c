@@ -2,7 +2,6 @@
    logprobs, seeded draws (chi-square), batch/thread invariance, sequence
    state. */
 #define _POSIX_C_SOURCE 200112L
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 #include "chi2.h"

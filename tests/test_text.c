@@ -1,6 +1,5 @@
 /* Text assembly: UTF-8 safety, stop strings, stop tokens, lengths, offsets,
    and the round-trip property against the slow reference in egress_ref.h. */
-#define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include "testlib.h"
 #include "egress_ref.h"

@@ -23,9 +23,17 @@ fail=0
 tests="test_typical test_core test_golden"
 # build and run each under qemu, two at a time (test_typical, the longest,
 # beside the others); its exit status in build/arm64/NAME.rc
+# (the tests the Makefile links with one build of the implementation,
+# tests/impl.c, link this one, built beside test_typical; its status in
+# build/arm64/impl.rc)
 one() {
-  local t=$1 rows=6 draws=10000
-  if ! aarch64-linux-gnu-gcc -O2 -std=c99 -Wall -Wextra -Wpedantic -Werror -I. -Itests -o build/arm64/$t tests/$t.c -lm -lpthread 2> build/arm64/$t.build.log; then
+  local t=$1 rows=6 draws=10000 impl=
+  case " $shared " in *" $t "*) impl=build/arm64/impl.o ;; esac
+  if [ -n "$impl" ]; then
+    while [ ! -f build/arm64/impl.rc ]; do sleep 0.2; done
+    [ "$(cat build/arm64/impl.rc)" = 0 ] || { cp build/arm64/impl.build.log build/arm64/$t.build.log; echo build > build/arm64/$t.rc; return; }
+  fi
+  if ! aarch64-linux-gnu-gcc -O2 -std=c99 -Wall -Wextra -Wpedantic -Werror -I. -Itests -o build/arm64/$t tests/$t.c $impl -lm -lpthread 2> build/arm64/$t.build.log; then
     echo build > build/arm64/$t.rc; return
   fi
   # test_typical's rows and draws take most of the time under qemu (~50x
@@ -34,8 +42,11 @@ one() {
   MS_TEST_DRAWS=$draws MS_TEST_ROWS=$rows qemu-aarch64 -L /usr/aarch64-linux-gnu build/arm64/$t > build/arm64/$t.log 2>&1
   echo $? > build/arm64/$t.rc
 }
-export -f one
+shared=$(make -s shared-impl-tests)
+export -f one; export shared
 rm -f build/arm64/*.rc
+{ aarch64-linux-gnu-gcc -O2 -std=c99 -Wall -Wextra -Wpedantic -Werror -I. -c -o build/arm64/impl.o tests/impl.c 2> build/arm64/impl.build.log
+  echo $? > build/arm64/impl.rc; } &
 echo $tests | tr ' ' '\n' | xargs -P 2 -I{} bash -c 'one {}'
 for t in $tests; do
   rc=$(cat build/arm64/$t.rc 2>/dev/null || echo none)
