@@ -206,11 +206,12 @@ f = g["cuda_floor"][0]
 assert f["copy_bytes"] == 1048576 and f["copy_gbps"] > 0, f
 cases = {(l["config"], l["batch"], l["vocab"]) for l in g["cuda"]}
 assert cases == {(c, b, 3000) for c in ("greedy", "top_p_0.9", "min_p_0.05", "top_k_50_top_p_0.95") for b in (1, 2)}, cases
-keys = {"impl", "config", "batch", "vocab", "sigma", "us_per_batch", "us_per_row", "floor_us", "x_floor",
+keys = {"impl", "config", "batch", "vocab", "sigma", "us_per_batch", "us_per_row", "host_us_per_batch", "floor_us", "x_floor",
         "copy_gbps", "device", "target", "emulator", "reps", "inner", "working_set_mb"}
 for l in g["cuda"]:
     assert keys <= set(l), keys - set(l)
     assert l["impl"] == "mysample" and l["us_per_batch"] > 0 and l["floor_us"] > 0 and l["emulator"] is emu
+    assert l["host_us_per_batch"] > 0
     assert abs(l["x_floor"] - l["us_per_batch"] / l["floor_us"]) < 1e-2 * l["x_floor"]
 print("ok")
 PY
@@ -230,6 +231,14 @@ check ${pfx}bench_logprobs '[ $? = 0 ] && [ $(grep -c "\"logprobs\": 5}" $tmp/be
 $bin bench --device cuda --logprobs 1025 > /dev/null 2> $tmp/lp.err
 check bench_logprobs_bad '[ $? = 2 ] && grep -q "bad --logprobs" $tmp/lp.err'
 [ "$gpu" = 1 ] && { echo "(the real GPU: the emulator-only table and text checks are left out)"; exit 0; }
+# the host's side alone: an emulator that runs no kernels (NOEXEC) leaves
+# the tokens unwritten, which the bench's check finds unless --no-check
+MYSAMPLE_CUDA_EMU_NOEXEC=1 $bin bench --device cuda --batch 2 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 \
+  --working-set-mb 0 > /dev/null 2> $tmp/nx.err
+check ${pfx}bench_noexec_caught '[ $? = 1 ] && grep -q "wrong" $tmp/nx.err'
+MYSAMPLE_CUDA_EMU_NOEXEC=1 $bin bench --device cuda --batch 2 --vocab 3000 --config greedy,top_p_0.9 --reps 1 --inner 1 --copy-mb 1 \
+  --working-set-mb 0 --no-check --json > $tmp/nx.jsonl 2> $tmp/nx.err
+check ${pfx}bench_noexec_host_us '[ $? = 0 ] && [ $(grep -c "\"host_us_per_batch\": [0-9]" $tmp/nx.jsonl) = 2 ]'
 python3 tools/gpu_bench.py table --raw $tmp/bench.jsonl > $tmp/table.md 2> $tmp/table.err
 check emu_bench_table '[ $? = 0 ] && grep -q "CPU EMULATOR" $tmp/table.md && [ $(grep -c "^| 3000 |" $tmp/table.md) = 8 ] && grep -q "^- GPU model: mysample CPU emulator" $tmp/table.md'
 # build/flashinfer_bench's lines (tools/flashinfer_bench.cu; it needs a GPU):

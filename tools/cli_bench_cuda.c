@@ -127,7 +127,7 @@ static void gb_usage(FILE *f) {
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
     "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--min-tokens N]\n"
-    "                      [--logprobs N] [--json]\n"
+    "                      [--logprobs N] [--no-check] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -149,13 +149,20 @@ static void gb_usage(FILE *f) {
     "  --logprobs: every row asks for its token's raw logprob, rank and the top N\n"
     "  (0 .. 1024; default -1, none), results left on the device (ms_k_lp); the\n"
     "  cuda lines say which (\"logprobs\").\n"
+    "  host us: the host's time per call (median over the groups, from the first\n"
+    "  call's start to the last call's return; a call may wait for the upload of\n"
+    "  the call before last, so where the device is slower this is the device's\n"
+    "  pace). With a driver that runs no kernels (the emulator's\n"
+    "  MYSAMPLE_CUDA_EMU_NOEXEC=1) it is the host's work alone: packing the rows,\n"
+    "  the upload and the launches; --no-check then skips the check of the tokens\n"
+    "  after each case (which would fail: nothing sampled them).\n"
     "  Also: the first ms_cuda_create of the process on an existing context (loads\n"
     "  NVRTC, compiles or reads the disk cache, allocates) and the warm one\n"
     "  (in-memory cache), a cold NVRTC compile and a disk-cache load.\n"
     "  JSON keys (--json, one object per line): group cuda_device | cuda_create |\n"
     "  cuda_floor | cuda; the cuda lines: impl config batch vocab sigma us_per_batch\n"
-    "  us_per_row floor_us x_floor copy_gbps device target emulator reps inner\n"
-    "  working_set_mb. On the CPU emulator (tests/cuda_emu) the device name says\n"
+    "  us_per_row host_us_per_batch floor_us x_floor copy_gbps device target\n"
+    "  emulator reps inner working_set_mb. On the CPU emulator (tests/cuda_emu) the device name says\n"
     "  so and the timings are the emulator's, meaningless for a GPU.\n"
     "  Exit status 2 on bad flags, 3 without a usable driver, GPU or NVRTC.\n");
 }
@@ -163,7 +170,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1, check = 1;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -179,7 +186,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
      unless CUDA_CACHE_DISABLE is set: the "cold" compile may then be a hit */
   const char *ccd = getenv("CUDA_CACHE_DISABLE");
   const int nvrtc_cache = !(ccd && *ccd && strcmp(ccd, "0"));
-  double *t = NULL;
+  double *t = NULL, *th = NULL;
   time_t start = time(NULL);
   ms_result res;
 
@@ -189,6 +196,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     char *end;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { gb_usage(stdout); return 0; }
     else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--no-check")) check = 0;
     else if (!v) { fprintf(stderr, "mysample bench: %s needs a value\n", a); return 2; }
     else if (!strcmp(a, "--device")) { i++; if (strcmp(v, "cuda")) { fprintf(stderr, "mysample bench: bad --device '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--batch")) { i++; if (!(n_batches = gb_list(v, batches, 16, 1, 1 << 20))) { fprintf(stderr, "mysample bench: bad --batch '%s'\n", v); return 2; } }
@@ -323,7 +331,8 @@ int ms_cli_bench_cuda(int argc, char **argv) {
   fflush(stdout);
 
   t = (double *)malloc(sizeof(double) * (size_t)(reps > 5 ? reps : 5));
-  if (!t || gb.ev_create(&ev0, 0) != 0 || gb.ev_create(&ev1, 0) != 0) { fprintf(stderr, "mysample bench: events: failed\n"); rc = 1; goto done; }
+  th = (double *)malloc(sizeof(double) * (size_t)(reps > 5 ? reps : 5));
+  if (!t || !th || gb.ev_create(&ev0, 0) != 0 || gb.ev_create(&ev1, 0) != 0) { fprintf(stderr, "mysample bench: events: failed\n"); rc = 1; goto done; }
 
   /* the floor's bandwidth: device-to-device copies, bytes read + written */
   {
@@ -353,7 +362,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     else
       printf("device-to-device copy of %.0f MB: %.1f us, %.0f GB/s (read + written); floor = B*V*4 bytes / that\n",
              (double)bytes / 1048576.0, copy_us, copy_gbps);
-    if (!json) printf("\n%-20s %6s %7s %11s %10s %10s %8s\n", "config", "batch", "vocab", "us/batch", "us/row", "floor us", "x floor");
+    if (!json) printf("\n%-20s %6s %7s %11s %10s %10s %8s %10s\n", "config", "batch", "vocab", "us/batch", "us/row", "floor us", "x floor", "host us");
     fflush(stdout);
   }
 
@@ -397,7 +406,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         ms_params p = ms_params_default();
         ms_cuda_batch bt;
         unsigned long call = 0;
-        double us, floor_us;
+        double us, host_us, floor_us;
         if (!cfg_on[c]) continue;
         p.temperature = g->T; p.top_p = g->top_p; p.min_p = g->min_p; p.top_k = g->top_k;
         if (min_tokens > 0) { p.min_tokens = min_tokens; p.eos_token_id = 0; }
@@ -410,19 +419,23 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         for (k = -3; k < reps && rc == 0; k++) {   /* 3 warm-up groups */
           float ms = 0;
           int j;
+          double h0;
           gb.ev_record(ev0, NULL);
+          h0 = gb_now_ms();
           for (j = 0; j < inner; j++, call++) {
             int q;
             bt.logits = (const float *)d_logits + (size_t)(call % units) * (size_t)B * (size_t)V;
             for (q = 0; q < B; q++) pos[q] = call;   /* fresh numbers each call */
             if ((res = ms_cuda_sample(cu, NULL, &bt)) != MS_OK) { fprintf(stderr, "mysample bench: %s B=%d V=%d: %s\n", g->name, (int)B, (int)V, ms_result_str(res)); rc = 1; break; }
           }
+          if (k >= 0) th[k] = (gb_now_ms() - h0) * 1e3 / inner;
           gb.ev_record(ev1, NULL);
           if (rc == 0 && (gb.ev_sync(ev1) != 0 || gb.ev_elapsed(&ms, ev0, ev1) != 0)) { fprintf(stderr, "mysample bench: timing failed (device error?)\n"); rc = 1; }
           if (k >= 0) t[k] = (double)ms * 1e3 / inner;
         }
         if (rc) break;
         us = gb_median(t, reps);
+        host_us = gb_median(th, reps);
         /* a check that the figures timed real sampling: the first rows of
            the block, greedy rows at the host's argmax, others in range */
         bt.logits = d_logits;
@@ -430,7 +443,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
             ms_cuda_download(cu, h_tokens, d_tokens, sizeof(int32_t) * (size_t)B) != MS_OK) {
           fprintf(stderr, "mysample bench: %s: check call failed\n", g->name); rc = 1; break;
         }
-        for (k = 0; k < B; k++) {
+        for (k = 0; check && k < B; k++) {
           const float *x = host + (size_t)k * (size_t)V;
           const int32_t first = min_tokens > 0 ? 1 : 0;   /* (EOS, id 0, masked) */
           int32_t am = first, j;
@@ -442,7 +455,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         }
         if (rc) break;
         /* ... and, with --logprobs, each row's result: its token, a logprob <= 0, a rank */
-        if (logprobs >= 0) {
+        if (check && logprobs >= 0) {
           ms_cuda_out o;
           for (k = 0; k < B && rc == 0; k++) {
             if (ms_cuda_download(cu, &o, (const ms_cuda_out *)d_out + k, sizeof o) != MS_OK) { fprintf(stderr, "mysample bench: %s: check call failed\n", g->name); rc = 1; }
@@ -457,15 +470,15 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         floor_us = copy_gbps > 0 ? 4.0 * (double)B * (double)V / (copy_gbps * 1e3) : 0.0;
         if (json) {
           printf("{\"group\": \"cuda\", \"impl\": \"mysample\", \"config\": \"%s\", \"batch\": %d, \"vocab\": %d, \"sigma\": %g, "
-                 "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"floor_us\": %.6f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
-                 g->name, (int)B, (int)V, (double)sigma, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
+                 "\"us_per_batch\": %.3f, \"us_per_row\": %.4f, \"host_us_per_batch\": %.3f, \"floor_us\": %.6f, \"x_floor\": %.3f, \"copy_gbps\": %.1f, \"device\": ",
+                 g->name, (int)B, (int)V, (double)sigma, us, us / B, host_us, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
           printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\", \"split\": %d, "
                  "\"min_tokens\": %d, \"logprobs\": %d}\n",
                  target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0,
                  topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split, min_tokens, logprobs);
         } else {
-          printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0);
+          printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f %10.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, host_us);
         }
         fflush(stdout);
       }
@@ -479,6 +492,7 @@ done:
   if (ev1) gb.ev_destroy(ev1);
   ms_cuda_destroy(cu);
   free(t);
+  free(th);
   if (pushed) { void *c; gb.ctx_sync(); gb.ctx_pop(&c); gb.primary_release(dev); }
   return rc;
 }

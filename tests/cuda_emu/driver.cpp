@@ -76,7 +76,7 @@ struct op_t {
 struct driver {
   pthread_mutex_t mu;
   int initialized;
-  int defer, log, options_read;
+  int defer, log, noexec, options_read;
   ctx_t primary;
   std::set<const void *> contexts, modules, functions, streams, events;
   std::map<uintptr_t, alloc_t> allocs;
@@ -133,6 +133,8 @@ void read_options() {
   d.defer = a && !strcmp(a, "defer");
   const char *l = getenv("MYSAMPLE_CUDA_EMU_LOG");
   d.log = l && *l && strcmp(l, "0");
+  const char *x = getenv("MYSAMPLE_CUDA_EMU_NOEXEC");
+  d.noexec = x && *x && strcmp(x, "0");
 }
 
 double now_ms() {
@@ -688,6 +690,10 @@ MS_EMU_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsig
     base += (k->param_sizes[i] + 15u) & ~15u;
   }
   if (o->argp.empty()) o->argp.push_back(NULL);
+  /* MYSAMPLE_CUDA_EMU_NOEXEC=1: checked and dropped, so a timing measures
+     the host's side of a call alone (tools/cuda_host_bench.sh); every
+     result is then garbage */
+  if (D().noexec) { delete o; return CUDA_SUCCESS; }
   e = submit(o, stream);
   if (e) return err(e, fn, "%s failed (see above)", k->name);
   return CUDA_SUCCESS;
