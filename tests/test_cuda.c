@@ -125,6 +125,62 @@ static void test_nvrtc_options_env(void) {
 #endif
 }
 
+/* $MYSAMPLE_CUDA_FAST_UNITS: the programs that get NVRTC's fast compile
+   (default 3, 5 and 6); a bad value fails the compile with its name,
+   before any program compiles. */
+static void test_fast_units_env(void) {
+  char log[512];
+  ms_result rc;
+#ifdef _WIN32
+  SKIP("setenv: POSIX only");
+#else
+  unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
+  CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 3) | (1 << 5) | (1 << 6));
+  setenv("MYSAMPLE_CUDA_FAST_UNITS", "all", 1);
+  CHECK_EQ_INT((int)ms__cu_fast_units(), 255);
+  setenv("MYSAMPLE_CUDA_FAST_UNITS", "none", 1);
+  CHECK_EQ_INT((int)ms__cu_fast_units(), 0);
+  setenv("MYSAMPLE_CUDA_FAST_UNITS", "2,0,7", 1);
+  CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 2) | 1 | (1 << 7));
+  setenv("MYSAMPLE_CUDA_FAST_UNITS", "4", 1);
+  CHECK_EQ_INT((int)ms__cu_fast_units(), 1 << 4);
+  {
+    const char *bad[] = { "8", "2,", ",2", "2;3", "23", "x", "all,1", " 2" };
+    int i;
+    for (i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+      setenv("MYSAMPLE_CUDA_FAST_UNITS", bad[i], 1);
+      CHECK_MSG(ms__cu_fast_units() == -1, "'%s' accepted", bad[i]);
+    }
+  }
+  /* (the mask decides only where NVRTC has the option: 12.8 and newer) */
+  CHECK(ms__cu_unit_fast_ok(NULL, 0, 12, 8, 1 << 2, 2) && !ms__cu_unit_fast_ok(NULL, 0, 12, 8, 1 << 2, 3));
+  CHECK(!ms__cu_unit_fast_ok(NULL, 0, 12, 6, 1 << 2, 2));
+  /* $MYSAMPLE_CUDA_FAST_LEVEL: their level */
+  unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
+  CHECK(!strcmp(ms__cu_fast_level(), "--Ofast-compile=min"));
+  setenv("MYSAMPLE_CUDA_FAST_LEVEL", "max", 1);
+  CHECK(!strcmp(ms__cu_fast_level(), "--Ofast-compile=max"));
+  setenv("MYSAMPLE_CUDA_FAST_LEVEL", "mid", 1);
+  CHECK(!strcmp(ms__cu_fast_level(), "--Ofast-compile=mid"));
+  setenv("MYSAMPLE_CUDA_FAST_LEVEL", "0", 1);
+  CHECK(ms__cu_fast_level() == NULL);
+  if (t_have_nvrtc()) {
+    setenv("MYSAMPLE_CUDA_FAST_UNITS", "9", 1);
+    unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
+    rc = ms_cuda_compile(90, NULL, NULL, log, sizeof log);
+    CHECK_EQ_INT(rc, MS_ERR_INVALID_PARAM);
+    CHECK(strstr(log, "MYSAMPLE_CUDA_FAST_UNITS") != NULL);
+    unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
+    setenv("MYSAMPLE_CUDA_FAST_LEVEL", "fastest", 1);
+    rc = ms_cuda_compile(90, NULL, NULL, log, sizeof log);
+    CHECK_EQ_INT(rc, MS_ERR_INVALID_PARAM);
+    CHECK(strstr(log, "MYSAMPLE_CUDA_FAST_LEVEL") != NULL);
+  }
+  unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
+  unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
+#endif
+}
+
 /* The disk cache: a miss compiles and writes, the next cold process-level
    lookup reads the file; the in-memory cache answers after that. */
 static void test_compile_caches(void) {
@@ -3119,6 +3175,7 @@ int main(int argc, char **argv) {
     RUN(test_nvrtc_compile_sm90_topp_bins);
     RUN(test_nvrtc_unsupported_arch);
     RUN(test_nvrtc_options_env);
+    RUN(test_fast_units_env);
     RUN(test_compile_caches);
     RUN(test_cache_dir_env);
     RUN(test_embedded_source);

@@ -6,7 +6,8 @@
 #   bash tools/gpu_check.sh OUTDIR [STEP...]
 #
 # Steps, in this order unless named: info (GPU, driver, NVRTC), compile
-# (cold NVRTC compile for the device, default and --Ofast-compile=min),
+# (cold NVRTC compile for the device: default, and every program with
+# NVRTC's fast compile, min and mid),
 # tests (build/tests/test_cuda: the execution tests against the CPU path),
 # cli (tests/cuda_cli.test.sh on the real driver), figures
 # (tools/gpu_figures.sh: the table with the PyTorch baseline, and
@@ -64,14 +65,17 @@ compile_cold() {
   # CUDA_CACHE_DISABLE=1: NVRTC 12.9+ keeps its own cache of compiled
   # programs beside the driver's (on by default where a driver loads), so
   # without it every compile after the first is a cache hit
-  local i o
-  for o in "" --Ofast-compile=min; do
+  # (the default; every program with NVRTC's fast compile, min and mid:
+  # MYSAMPLE_CUDA_FAST_UNITS / _LEVEL)
+  local i e
+  for e in "" "MYSAMPLE_CUDA_FAST_UNITS=all" "MYSAMPLE_CUDA_FAST_UNITS=all MYSAMPLE_CUDA_FAST_LEVEL=mid"; do
+    echo "== ${e:-default}"
     for i in 1 2 3; do
-      CUDA_CACHE_DISABLE=1 MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=$o build/mysample cuda-compile --arch sm_90
+      env $e CUDA_CACHE_DISABLE=1 MYSAMPLE_CUDA_CACHE=off build/mysample cuda-compile --arch sm_90
     done
-    echo "(NVRTC's own cache on:)"
-    MYSAMPLE_CUDA_CACHE=off MYSAMPLE_CUDA_NVRTC_OPTIONS=$o build/mysample cuda-compile --arch sm_90
   done
+  echo "(NVRTC's own cache on:)"
+  MYSAMPLE_CUDA_CACHE=off build/mysample cuda-compile --arch sm_90
   # each program alone (the largest bounds the cold compile on free cores)
   CUDA_CACHE_DISABLE=1 python3 tools/nvrtc_programs.py --reps 2
 }

@@ -7,6 +7,7 @@ them at once). No GPU needed, only NVRTC.
 usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
                                [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5,6,7]
                                [-D NAME=VALUE ...] [--save DIR]
+                               [--fast-units 3,5,6|all|none] [--fast LEVEL]
 
 Prints the best of --reps compiles per program (the programs alternate
 between reps, so a slow spell of the machine touches all of them), then
@@ -21,7 +22,9 @@ which nvcc's full optimisation of the same source need not match.
 The per-program options follow src/cuda/impl_nvrtc.c: -std=c++14,
 -minimal (NVRTC 12.4 and newer), -DMS_UNIT=u, and --Ofast-compile=min
 for the small programs (FAST_UNITS below; keep it in step with
-ms__cu_unit_fast_ok). -D adds a define to every program (-D MS_TOPP_BINS=1:
+ms__cu_unit_fast_ok; --fast-units as $MYSAMPLE_CUDA_FAST_UNITS, --fast
+min|mid|max the level those programs get, to see what each level saves).
+-D adds a define to every program (-D MS_TOPP_BINS=1:
 the programs of an ms_cuda with top_p's bins)."""
 import argparse
 import ctypes
@@ -77,7 +80,14 @@ def main():
     ap.add_argument("--units", default="0,1,2,3,4,5,6,7")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--save", default=None, metavar="DIR")
+    ap.add_argument("--fast-units", default=None, metavar="LIST")
+    ap.add_argument("--fast", default="min", choices=["min", "mid", "max"])
     a = ap.parse_args()
+    fast_units = FAST_UNITS
+    if a.fast_units is not None:
+        fast_units = set(range(8)) if a.fast_units == "all" else set() if a.fast_units == "none" else \
+            {int(u) for u in a.fast_units.split(",")}
+    fast_opt = "--Ofast-compile=" + a.fast
     lib = load(a.nvrtc)
     paths = a.source or ["src/cuda/kernels.cu"]
     srcs = [open(p, "rb").read() for p in paths]
@@ -88,8 +98,8 @@ def main():
     for rep in range(a.reps):
         for u in units:
             opts = ["-std=c++14", "-minimal", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
-            if u in FAST_UNITS:
-                opts.append("--Ofast-compile=min")
+            if u in fast_units:
+                opts.append(fast_opt)
             for k, src in enumerate(srcs):
                 save = os.path.join(a.save, "program-%d.cubin" % u) if a.save and k == 0 and rep == 0 else None
                 best[k][u] = min(best[k][u], compile_once(lib, src, opts, save))
@@ -97,7 +107,7 @@ def main():
         print("program  " + "  ".join("%12s" % p[-12:] for p in paths))
     for u in units:
         print("program %d: %s%s" % (u, "  ".join("%.3f s" % b[u] for b in best),
-                                    "  (--Ofast-compile=min)" if u in FAST_UNITS else ""))
+                                    "  (%s)" % fast_opt if u in fast_units else ""))
     for p, b in zip(paths, best):
         print("largest: program %d, %.3f s (best of %d, %s%s)" % (max(b, key=b.get), max(b.values()), a.reps, a.arch,
                                                                   ", " + p if len(srcs) > 1 else ""))

@@ -23,10 +23,40 @@ static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 5, 3, 4, 6, 7 };
    row is small: NVRTC's fast compile (12.8 and newer)
    took the small program from 0.68 s to 0.44 s alone (nvcc as a
    stand-in), and the four programs on 2 cores from about 1.0 s to 0.8. */
-static const char *const ms__cu_unit_fast = "--Ofast-compile=min";
-static int ms__cu_unit_fast_ok(const char *const *opts, int n_opts, int rtc_major, int rtc_minor, int u) {
+#define MS__CU_FAST_DEFAULT ((1u << 3) | (1u << 5) | (1u << 6))
+/* $MYSAMPLE_CUDA_FAST_UNITS: which programs get the fast compile instead,
+   a list of program numbers ("2,3,5,6"), "all" or "none"; to time on a
+   GPU what the fast compile costs each program the figures run
+   (tools/gpu_ab.sh), since the largest of those bounds the cold compile.
+   Returns the set as bits, or -1 for a value that is none of these. */
+static long ms__cu_fast_units(void) {
+  const char *e = ms__cu_getenv("MYSAMPLE_CUDA_FAST_UNITS");
+  long m = 0;
+  if (!e || !*e) return (long)MS__CU_FAST_DEFAULT;
+  if (!strcmp(e, "all")) return (1L << 8) - 1;   /* MS__CU_UNITS programs */
+  if (!strcmp(e, "none")) return 0;
+  for (;;) {
+    if (*e < '0' || *e > '7') return -1;
+    m |= 1L << (*e - '0');
+    e++;
+    if (!*e) return m;
+    if (*e++ != ',') return -1;
+  }
+}
+/* $MYSAMPLE_CUDA_FAST_LEVEL: the fast compile's option, min (default),
+   mid or max (NVRTC's --Ofast-compile levels: max compiled each program
+   in 0.3-0.65 s alone where min took 0.5-1.1, session 26); NULL for
+   another value. */
+static const char *ms__cu_fast_level(void) {
+  const char *e = ms__cu_getenv("MYSAMPLE_CUDA_FAST_LEVEL");
+  if (!e || !*e || !strcmp(e, "min")) return "--Ofast-compile=min";
+  if (!strcmp(e, "mid")) return "--Ofast-compile=mid";
+  if (!strcmp(e, "max")) return "--Ofast-compile=max";
+  return NULL;
+}
+static int ms__cu_unit_fast_ok(const char *const *opts, int n_opts, int rtc_major, int rtc_minor, long fast, int u) {
   int i;
-  if ((u != 3 && u != 5 && u != 6) || rtc_major < 12 || (rtc_major == 12 && rtc_minor < 8)) return 0;
+  if (fast < 0 || !((fast >> u) & 1) || rtc_major < 12 || (rtc_major == 12 && rtc_minor < 8)) return 0;
   for (i = 0; i < n_opts; i++) if (!strncmp(opts[i], "--Ofast-compile", 15)) return 0;   /* the caller chose one */
   return 1;
 }
@@ -349,7 +379,8 @@ static void ms__cu_thread_join(ms__cu_thread t) { (void)t; }
    largest) on the calling one; a thread that cannot start runs its unit
    here afterwards (MYSAMPLE_CUDA_NO_PTHREAD: all of them). On success
    *data holds the units laid out by ms__cu_layout. */
-static ms_result ms__cu_compile_units(const char *src, const char *const *opts, int n_opts, int is_ptx,
+static ms_result ms__cu_compile_units(const char *src, const char *const *opts, int n_opts, int is_ptx, long fast,
+                                      const char *fast_opt,
                                       const char *target, char **data, size_t *len, size_t *off, size_t *size,
                                       double *seconds, char *log, size_t log_size) {
   ms__cu_job jobs[MS__CU_UNITS];
@@ -365,7 +396,7 @@ static ms_result ms__cu_compile_units(const char *src, const char *const *opts, 
     for (i = 0; i < n_opts && i < 14; i++) j->opts[i] = opts[i];
     snprintf(j->unit_opt, sizeof j->unit_opt, "-DMS_UNIT=%d", u);
     j->opts[i++] = j->unit_opt;
-    if (ms__cu_unit_fast_ok(opts, n_opts, ms__cu_g.rtc_major, ms__cu_g.rtc_minor, u)) j->opts[i++] = ms__cu_unit_fast;
+    if (ms__cu_unit_fast_ok(opts, n_opts, ms__cu_g.rtc_major, ms__cu_g.rtc_minor, fast, u)) j->opts[i++] = fast_opt;
     j->n_opts = i;
   }
   started[0] = 0;
@@ -409,6 +440,8 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   const char *opts[12];
   const char *src;
   int is_ptx = 0, n_opts = 0, i, disk;
+  long fast;
+  const char *fast_opt;
   unsigned long long opt_hash = MS__CU_FNV0;
   ms__cu_bin *b;
   char *data = NULL;
@@ -436,8 +469,21 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   if (o && o->topp_bins) opts[n_opts++] = "-DMS_TOPP_BINS=1";   /* (in the key through the options' hash) */
   n_opts += ms__cu_extra_opts(opts + n_opts, (int)(sizeof opts / sizeof opts[0]) - n_opts);
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
-  for (i = 0; i < MS__CU_UNITS; i++)   /* the per-program options are part of the key too */
-    if (ms__cu_unit_fast_ok(opts, n_opts, g->rtc_major, g->rtc_minor, i)) opt_hash = ms__cu_fnv(ms__cu_unit_fast, strlen(ms__cu_unit_fast) + 1, opt_hash);
+  fast = ms__cu_fast_units();
+  if (fast < 0) {
+    ms__cu_msg(log, log_size, "MYSAMPLE_CUDA_FAST_UNITS: '%s' is not a list of program numbers 0-7 (\"3,5,6\"), \"all\" or \"none\"",
+               ms__cu_getenv("MYSAMPLE_CUDA_FAST_UNITS"));
+    return MS_ERR_INVALID_PARAM;
+  }
+  if (!(fast_opt = ms__cu_fast_level())) {
+    ms__cu_msg(log, log_size, "MYSAMPLE_CUDA_FAST_LEVEL: '%s' is not min, mid or max", ms__cu_getenv("MYSAMPLE_CUDA_FAST_LEVEL"));
+    return MS_ERR_INVALID_PARAM;
+  }
+  for (i = 0; i < MS__CU_UNITS; i++)   /* the per-program options are part of the key too, with the program */
+    if (ms__cu_unit_fast_ok(opts, n_opts, g->rtc_major, g->rtc_minor, fast, i)) {
+      opt_hash = ms__cu_fnv(fast_opt, strlen(fast_opt) + 1, opt_hash);
+      opt_hash = ms__cu_fnv(&i, sizeof i, opt_hash);
+    }
   snprintf(key, sizeof key, "v%s-nvrtc%d.%d-%s-src%016llx-opt%016llx", MYSAMPLE_VERSION_STRING,
            g->rtc_major, g->rtc_minor, target, ms__cu_source_hash, opt_hash);
   if (info) {
@@ -461,7 +507,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   }
   /* 3. NVRTC */
   if (!data) {
-    rc = ms__cu_compile_units(src, opts, n_opts, is_ptx, target, &data, len, off, &size, seconds, log, log_size);
+    rc = ms__cu_compile_units(src, opts, n_opts, is_ptx, fast, fast_opt, target, &data, len, off, &size, seconds, log, log_size);
     if (rc != MS_OK) return rc;
     if (info) for (i = 0; i < info->n_kernels; i++) info->kernel_seconds[i] = seconds[ms__cu_kernel_unit[i]];
     if (disk) ms__cu_write_cache(dir, file, key, data, len, off);
