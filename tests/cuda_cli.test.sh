@@ -230,6 +230,14 @@ $bin bench --device cuda --batch 1,3 --vocab 3000 --config greedy,top_k_50_top_p
 check ${pfx}bench_logprobs '[ $? = 0 ] && [ $(grep -c "\"logprobs\": 5}" $tmp/bench_lp.jsonl) = 4 ]'
 $bin bench --device cuda --logprobs 1025 > /dev/null 2> $tmp/lp.err
 check bench_logprobs_bad '[ $? = 2 ] && grep -q "bad --logprobs" $tmp/lp.err'
+# --penalties: every row on a slot whose prompt holds 2000 of the 3000 ids
+# (the bench checks the greedy rows against the argmax of the penalised
+# logits: the raw argmax lies in the prompt for about 2 rows in 3)
+$bin bench --device cuda --batch 1,8 --vocab 3000 --config greedy,min_p_0.05 --reps 1 --inner 1 --copy-mb 1 \
+  --working-set-mb 0 --penalties 2000 --json > $tmp/bench_pen.jsonl 2>> $tmp/emu.err
+check ${pfx}bench_penalties '[ $? = 0 ] && [ $(grep -c "\"penalties\": 2000," $tmp/bench_pen.jsonl) = 4 ]'
+$bin bench --device cuda --penalties -1 > /dev/null 2> $tmp/pen.err
+check bench_penalties_bad '[ $? = 2 ] && grep -q "bad --penalties" $tmp/pen.err'
 [ "$gpu" = 1 ] && { echo "(the real GPU: the emulator-only table and text checks are left out)"; exit 0; }
 # the host's side alone: an emulator that runs no kernels (NOEXEC) leaves
 # the tokens unwritten, which the bench's check finds unless --no-check

@@ -670,6 +670,26 @@ static void test_gpu_logprobs_match_cpu(void) {
 
 /* Device-side sequences: penalties and min_tokens follow the CPU's ms_seq
    step by step, with the counters updated on the device. */
+/* Every slot's seen bits (after its counters in the sequences'
+   allocation: slot_seen in kernels.cu) are set exactly where its counter
+   is not zero, whatever set them (the prompt, a row that accepted, a
+   ms_cuda_seq_accept). Returns the number of slots and tokens that differ. */
+static int t_seen_bits_differ(ms_cuda *cu) {
+  const size_t S = (size_t)cu->max_slots, V = (size_t)cu->max_vocab, W = (V + 31) / 32;
+  uint32_t *st = (uint32_t *)malloc((S * V + S * W) * 4);
+  size_t s, t;
+  int bad = 0;
+  if (!st || !S) { free(st); return st ? 0 : 1; }
+  if (ms_cuda_download(cu, st, (const void *)(uintptr_t)cu->d_seq_state, (S * V + S * W) * 4) != MS_OK) { free(st); return 1; }
+  for (s = 0; s < S; s++)
+    for (t = 0; t < V; t++) {
+      const int bit = (int)((st[S * V + s * W + t / 32] >> (t % 32)) & 1u);
+      if (bit != (st[s * V + t] != 0u)) bad++;
+    }
+  free(st);
+  return bad;
+}
+
 static void test_gpu_sequences_match_cpu(void) {
   ms_cuda *cu = t_gpu();
   ms_params p = ms_params_default();
@@ -708,6 +728,7 @@ static void test_gpu_sequences_match_cpu(void) {
     CHECK(ms_seq_accept(s, o.token) == MS_OK);
     if (step < 4) CHECK(tok[0] != 1);
   }
+  CHECK_EQ_INT(t_seen_bits_differ(cu), 0);
   ms_cuda_free(cu, dprompt);
   ms_seq_destroy(s);
 }
@@ -773,6 +794,7 @@ static void test_gpu_greedy_batch_ends_in_stats(void) {
     }
   }
   CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(t_seen_bits_differ(cu), 0);   /* (accepted in ms_k_stats's last blocks) */
   ms_seq_destroy(s);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dprompt);
   ms_cuda_destroy(cu);
@@ -1151,6 +1173,7 @@ static void test_gpu_history_matches_cpu(void) {
     }
     CHECK(ms_cuda_upload(cu, dsl, acc_slot, (size_t)n_acc * 4) == MS_OK && ms_cuda_upload(cu, dids, acc_tok, (size_t)n_acc * 4) == MS_OK);
     CHECK_EQ_INT(ms_cuda_seq_accept(cu, NULL, dsl, dids, n_acc), MS_OK);
+    CHECK_EQ_INT(t_seen_bits_differ(cu), 0);   /* (the prompts, then the accepted ids) */
     CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
     b.accept = 0;
     CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dp, V), MS_OK);

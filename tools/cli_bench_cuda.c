@@ -127,7 +127,7 @@ static void gb_usage(FILE *f) {
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
     "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--min-tokens N]\n"
-    "                      [--logprobs N] [--no-check] [--json]\n"
+    "                      [--logprobs N] [--penalties N] [--no-check] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -149,6 +149,11 @@ static void gb_usage(FILE *f) {
     "  --logprobs: every row asks for its token's raw logprob, rank and the top N\n"
     "  (0 .. 1024; default -1, none), results left on the device (ms_k_lp); the\n"
     "  cuda lines say which (\"logprobs\").\n"
+    "  --penalties: every row on a device sequence of its own (slot = row) whose\n"
+    "  prompt is N random ids, with repetition 1.1, frequency 0.2 and presence\n"
+    "  0.1 (the tokens are not accepted, so the sequences stay as they are):\n"
+    "  the penalised rows' path (default 0, none); the cuda lines say which\n"
+    "  (\"penalties\").\n"
     "  host us: the host's time per call (median over the groups, from the first\n"
     "  call's start to the last call's return; a call may wait for the upload of\n"
     "  the call before last, so where the device is slower this is the device's\n"
@@ -170,7 +175,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1, check = 1;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1, check = 1, penalties = 0;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -225,6 +230,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     }
     else if (!strcmp(a, "--split")) { i++; split = (int)strtol(v, &end, 10); if (*end || split < -1 || split > 32) { fprintf(stderr, "mysample bench: bad --split '%s' (-1 .. 32)\n", v); return 2; } }
     else if (!strcmp(a, "--logprobs")) { i++; logprobs = (int)strtol(v, &end, 10); if (*end || logprobs < 0 || logprobs > 1024) { fprintf(stderr, "mysample bench: bad --logprobs '%s' (0 .. 1024)\n", v); return 2; } }
+    else if (!strcmp(a, "--penalties")) { i++; penalties = (int)strtol(v, &end, 10); if (*end || penalties < 0 || penalties > 1000000) { fprintf(stderr, "mysample bench: bad --penalties '%s' (0 .. 1000000)\n", v); return 2; } }
     else if (!strcmp(a, "--min-tokens")) { i++; min_tokens = (int)strtol(v, &end, 10); if (*end || min_tokens < 0 || min_tokens > 1000000) { fprintf(stderr, "mysample bench: bad --min-tokens '%s' (0 .. 1000000)\n", v); return 2; } }
     else if (!strcmp(a, "--copy-mb")) { i++; copy_mb = strtod(v, &end); if (*end || !(copy_mb > 0) || copy_mb > 1e6) { fprintf(stderr, "mysample bench: bad --copy-mb '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--cache-dir")) { i++; cache_dir = v; }
@@ -257,6 +263,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
   /* first and warm ms_cuda_create, on this (current) context */
   memset(&desc, 0, sizeof desc);
   desc.max_rows = maxB; desc.max_vocab = maxV; desc.cache_dir = cache_dir;
+  if (penalties > 0) desc.max_slots = maxB;
   if (topp == MS_CUDA_TOPP_DEFAULT) {   /* as ms_cuda_create reads it, to say which */
     const char *e = getenv("MYSAMPLE_CUDA_TOPP");
     topp = e && !strcmp(e, "bins") ? MS_CUDA_TOPP_BINS : MS_CUDA_TOPP_RADIX;
@@ -370,14 +377,18 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     const int32_t V = vocabs[i];
     size_t unit_rows = (size_t)maxB, dev_rows, r;
     float *host = (float *)malloc(sizeof(float) * (size_t)maxB * (size_t)V);
-    void *d_logits = NULL, *d_tokens = NULL, *d_out = NULL, *d_top = NULL;
+    void *d_logits = NULL, *d_tokens = NULL, *d_out = NULL, *d_top = NULL, *d_prompt = NULL;
     int32_t *h_tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)maxB);
+    /* --penalties: row r's prompt ids, and which ids they are (the check's argmax) */
+    int32_t *prompt = penalties > 0 ? (int32_t *)malloc(sizeof(int32_t) * (size_t)maxB * (size_t)penalties) : NULL;
+    unsigned char *in_prompt = penalties > 0 ? (unsigned char *)calloc((size_t)maxB * (size_t)V, 1) : NULL;
+    int32_t *slots = penalties > 0 ? (int32_t *)malloc(sizeof(int32_t) * (size_t)maxB) : NULL;
     const ms_params **pp = (const ms_params **)malloc(sizeof(ms_params *) * (size_t)maxB);
     uint64_t *seeds = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)maxB), *pos = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)maxB);
     int b, c;
     dev_rows = (size_t)(ws_mb * 1048576.0 / (4.0 * (double)V));
     if (dev_rows < unit_rows) dev_rows = unit_rows;
-    if (!host || !h_tokens || !pp || !seeds || !pos) { fprintf(stderr, "mysample bench: out of memory\n"); rc = 1; }
+    if (!host || !h_tokens || !pp || !seeds || !pos || (penalties > 0 && (!prompt || !in_prompt || !slots))) { fprintf(stderr, "mysample bench: out of memory\n"); rc = 1; }
     if (rc == 0) {
       for (r = 0; r < unit_rows * (size_t)V; r += 2) {
         /* Box-Muller, both values */
@@ -398,6 +409,24 @@ int ms_cli_bench_cuda(int argc, char **argv) {
       size_t n = dev_rows - r < unit_rows ? dev_rows - r : unit_rows;
       if (ms_cuda_upload(cu, (float *)d_logits + r * (size_t)V, host, sizeof(float) * n * (size_t)V) != MS_OK) { fprintf(stderr, "mysample bench: upload failed\n"); rc = 1; }
     }
+    /* --penalties: slot r holds a prompt of random ids (not accepted into
+       afterwards: every call sees the same sequences) */
+    if (rc == 0 && penalties > 0) {
+      const size_t n = (size_t)maxB * (size_t)penalties;
+      for (r = 0; r < n; r++) {
+        prompt[r] = (int32_t)(gb_u() * V) % V;
+        in_prompt[(r / (size_t)penalties) * (size_t)V + (size_t)prompt[r]] = 1;
+      }
+      if (ms_cuda_malloc(cu, &d_prompt, sizeof(int32_t) * n) != MS_OK || ms_cuda_upload(cu, d_prompt, prompt, sizeof(int32_t) * n) != MS_OK) {
+        fprintf(stderr, "mysample bench: --penalties: cannot upload the prompts\n"); rc = 1;
+      }
+      for (k = 0; rc == 0 && k < maxB; k++) {
+        slots[k] = k;
+        if ((res = ms_cuda_seq_reset(cu, NULL, k, (const int32_t *)d_prompt + (size_t)k * (size_t)penalties, penalties, NULL)) != MS_OK) {
+          fprintf(stderr, "mysample bench: --penalties: ms_cuda_seq_reset: %s\n", ms_result_str(res)); rc = 1;
+        }
+      }
+    }
     for (b = 0; b < n_batches && rc == 0; b++) {
       const int32_t B = batches[b];
       const size_t units = dev_rows / (size_t)B;
@@ -410,11 +439,13 @@ int ms_cli_bench_cuda(int argc, char **argv) {
         if (!cfg_on[c]) continue;
         p.temperature = g->T; p.top_p = g->top_p; p.min_p = g->min_p; p.top_k = g->top_k;
         if (min_tokens > 0) { p.min_tokens = min_tokens; p.eos_token_id = 0; }
+        if (penalties > 0) { p.repetition_penalty = 1.1f; p.frequency_penalty = 0.2f; p.presence_penalty = 0.1f; }
         p.logprobs = logprobs;
         for (k = 0; k < B; k++) { pp[k] = &p; seeds[k] = 1000u + (uint64_t)k; pos[k] = 0; }
         memset(&bt, 0, sizeof bt);
         bt.n_rows = B; bt.vocab = V; bt.row_stride = (size_t)V; bt.params = pp;
         bt.seeds = seeds; bt.positions = pos; bt.tokens = d_tokens;
+        bt.slots = slots;   /* (NULL without --penalties) */
         if (logprobs >= 0) { bt.out = d_out; bt.top = logprobs > 0 ? d_top : NULL; bt.top_stride = logprobs; }
         for (k = -3; k < reps && rc == 0; k++) {   /* 3 warm-up groups */
           float ms = 0;
@@ -447,7 +478,15 @@ int ms_cli_bench_cuda(int argc, char **argv) {
           const float *x = host + (size_t)k * (size_t)V;
           const int32_t first = min_tokens > 0 ? 1 : 0;   /* (EOS, id 0, masked) */
           int32_t am = first, j;
-          for (j = first + 1; j < V; j++) if (x[j] > x[am]) am = j;
+          /* (--penalties: the prompt's ids penalised as vLLM does, 1.1 dividing
+             positive logits through its reciprocal; their counts are 0, so
+             frequency and presence do not apply) */
+          const unsigned char *pr = in_prompt ? in_prompt + (size_t)k * (size_t)V : NULL;
+          float best = -INFINITY;
+          for (j = first; j < V; j++) {
+            const float y = pr && pr[j] ? (x[j] > 0.0f ? x[j] * (1.0f / 1.1f) : x[j] * 1.1f) : x[j];
+            if (y > best) { best = y; am = j; }
+          }
           if (h_tokens[k] < first || h_tokens[k] >= V || (g->T == 0.0f && h_tokens[k] != am)) {
             fprintf(stderr, "mysample bench: %s B=%d V=%d: row %d sampled %d (argmax %d): wrong\n", g->name, (int)B, (int)V, (int)k, (int)h_tokens[k], (int)am);
             rc = 1; break;
@@ -474,17 +513,17 @@ int ms_cli_bench_cuda(int argc, char **argv) {
                  g->name, (int)B, (int)V, (double)sigma, us, us / B, host_us, floor_us, floor_us > 0 ? us / floor_us : 0.0, copy_gbps);
           gb_json_str(ms_cuda_device_name(cu));
           printf(", \"target\": \"%s\", \"emulator\": %s, \"reps\": %d, \"inner\": %d, \"working_set_mb\": %.0f, \"topp\": \"%s\", \"split\": %d, "
-                 "\"min_tokens\": %d, \"logprobs\": %d}\n",
+                 "\"min_tokens\": %d, \"penalties\": %d, \"logprobs\": %d}\n",
                  target, emulator ? "true" : "false", reps, inner, 4.0 * (double)units * B * V / 1048576.0,
-                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split, min_tokens, logprobs);
+                 topp == MS_CUDA_TOPP_BINS ? "bins" : "radix", split, min_tokens, penalties, logprobs);
         } else {
           printf("%-20s %6d %7d %11.2f %10.3f %10.2f %8.2f %10.2f\n", g->name, (int)B, (int)V, us, us / B, floor_us, floor_us > 0 ? us / floor_us : 0.0, host_us);
         }
         fflush(stdout);
       }
     }
-    ms_cuda_free(cu, d_logits); ms_cuda_free(cu, d_tokens); ms_cuda_free(cu, d_out); ms_cuda_free(cu, d_top);
-    free(host); free(h_tokens); free(pp); free(seeds); free(pos);
+    ms_cuda_free(cu, d_logits); ms_cuda_free(cu, d_tokens); ms_cuda_free(cu, d_out); ms_cuda_free(cu, d_top); ms_cuda_free(cu, d_prompt);
+    free(host); free(h_tokens); free(pp); free(seeds); free(pos); free(prompt); free(in_prompt); free(slots);
   }
 
 done:

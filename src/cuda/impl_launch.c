@@ -243,7 +243,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += rows * MS__CUDA_MAX_PARTS * 24;                                   /* partials */
   n += rows * MS__CUDA_SEL_BYTES;                                        /* selection states */
   n += rows * 4;                                                         /* tokens */
-  n += S * V * 4 + S * 4;                                                /* sequences */
+  n += S * (V + W) * 4 + S * 4;                                          /* sequences: counters, seen bits, lengths */
   n += S * ((size_t)ms__cuda_hist_cap(d) + 1) * 4;                       /* their histories */
   n += S * MS__CUDA_BUD_WORDS * 4;                                       /* their reasoning budgets */
   if (ms__cuda_topp_bins(d)) n += rows * MS__CUDA_PCAND * 8;             /* top_p's listed keys */
@@ -422,7 +422,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       (e = d->mem_alloc(&cu->d_parts, rows * MS__CUDA_MAX_PARTS * 24)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_sel, rows * MS__CUDA_SEL_BYTES)) != MS__CUDA_SUCCESS ||
       (e = d->mem_alloc(&cu->d_tokens, rows * 4)) != MS__CUDA_SUCCESS ||
-      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * V * 4)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_state, (size_t)cu->max_slots * (V + W) * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_seq_len, (size_t)cu->max_slots * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_hist, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1) * 4)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->mem_alloc(&cu->d_budget, (size_t)cu->max_slots * MS__CUDA_BUD_WORDS * 4)) != MS__CUDA_SUCCESS) ||
@@ -440,7 +440,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   /* the rows' selection states start zero (their arrival counts and
      histograms return to zero after every use); empty sequences until ms_cuda_seq_reset */
   if ((e = d->memset_d32_async(cu->d_sel, 0u, rows * MS__CUDA_SEL_BYTES / 4, NULL)) != MS__CUDA_SUCCESS ||
-      (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * V, NULL)) != MS__CUDA_SUCCESS) ||
+      (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_state, 0u, (size_t)cu->max_slots * (V + W), NULL)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_seq_len, 0u, (size_t)cu->max_slots, NULL)) != MS__CUDA_SUCCESS) ||
       (cu->max_slots > 0 && (e = d->memset_d32_async(cu->d_hist, 0u, (size_t)cu->max_slots * ((size_t)cu->hist_cap + 1), NULL)) != MS__CUDA_SUCCESS) ||
       /* no budgets: word 0 of each is -1 */
@@ -928,8 +928,13 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
     memcpy(S.bud_ids + MS_BUDGET_MAX_IDS, params->budget_end, (size_t)params->n_budget_end * 4);
   }
   if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  /* the slot's counters, then its seen bits (after every slot's counters:
+     slot_seen in kernels.cu) */
   if (d->memset_d32_async(cu->d_seq_state + (ms__CUdeviceptr)slot * (ms__CUdeviceptr)cu->max_vocab * 4u, 0u,
-                          (size_t)cu->max_vocab, stream) != MS__CUDA_SUCCESS) rc = MS_ERR_DEVICE;
+                          (size_t)cu->max_vocab, stream) != MS__CUDA_SUCCESS ||
+      d->memset_d32_async(cu->d_seq_state + ((ms__CUdeviceptr)cu->max_slots * (ms__CUdeviceptr)cu->max_vocab +
+                                             (ms__CUdeviceptr)slot * (ms__CUdeviceptr)ms__cuda_words(cu->max_vocab)) * 4u, 0u,
+                          (size_t)ms__cuda_words(cu->max_vocab), stream) != MS__CUDA_SUCCESS) rc = MS_ERR_DEVICE;
   if (rc == MS_OK) {
     S.seq_state = (uint64_t)cu->d_seq_state; S.seq_len = (uint64_t)cu->d_seq_len;
     S.seq_stride = (uint64_t)cu->max_vocab; S.ids = (uint64_t)(uintptr_t)prompt;

@@ -569,6 +569,19 @@ __device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
   return x;
 }
 
+/* A slot's seen bits, one per token: set where its counter (below) is
+   not zero, a token of its prompt or output. They follow the n_slots
+   counter rows of stride words in the same allocation, ceil(stride / 32)
+   words a slot. The statistics read a row's 4-byte counter only where
+   its bit is set: a penalised row's read was twice the row's bytes. */
+__device__ __forceinline__ u32 *slot_seen(u64 seq_state, i32 n_slots, u64 stride, i32 slot) {
+  return (u32 *)seq_state + (u64)n_slots * stride + (u64)slot * ((stride + 31u) >> 5);
+}
+#ifndef MS_SEEN_BITS
+#define MS_SEEN_BITS 1   /* 0: every element of a penalised row reads its counter, to compare */
+#endif
+__device__ __forceinline__ bool seen_id(const u32 *seen, i32 i) { return !MS_SEEN_BITS || ((seen[i >> 5] >> (i & 31)) & 1u); }
+
 /* Masks, logit bias and penalties of one logit (the stages before the
    temperature). vLLM: the allowed/bitmask/banned mask and min_tokens set
    -inf, logit_bias is added (clamped on the host), then repetition
@@ -598,7 +611,7 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
     if ((w >> (i & 31)) & 1u) x = add_bias((const i32 *)A.blob, R, i, x);
     biased = 1;
   }
-  if (R.flags & F_PEN) {
+  if ((R.flags & F_PEN) && seen_id(slot_seen(A.seq_state, A.n_slots, A.seq_stride, R.slot), i)) {
     u32 s = ((const u32 *)A.seq_state)[(u64)R.slot * A.seq_stride + (u64)i];
     u32 c = s & 0x7fffffffu;
     /* vLLM multiplies positive logits by 1/r (float32), HF and SGLang
@@ -864,13 +877,21 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
        ids, or one a budget forces, is only those ids (the CPU reads no
        others) */
     const int raw_nan = !(flags & F_ALLOWED) && R.forced < 0;
-    /* masks alone (min_tokens, bans, bad words, allowed ids, a bitmask, a
-       forced token: the commonest) inline, not pointwise's call
-       (-DMS_MASK_INLINE=0: the call, to compare) */
-    const int mask_only = MS_MASK_INLINE && (flags & (F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN)) == F_MASK;
+    /* the masks (min_tokens, bans, bad words, allowed ids, a bitmask, a
+       forced token) inline, and pointwise's call only for the elements a
+       bias, a penalty or the length decay touches: a bit of the row's bias
+       bits, of the slot's seen bits (slot_seen: a token of its sequence),
+       or EOS; llama.cpp's penalties (a list) call for every element
+       (-DMS_MASK_INLINE=0: every element calls, to compare) */
+    const int inl = MS_MASK_INLINE && !(flags & F_LLPEN);
     const u32 *bits = (const u32 *)A.allow_bits + (u64)r * (u64)A.words;
-    const i32 forced = R.forced;
+    const u32 *bbits = (const u32 *)A.bias_bits + (u64)r * (u64)A.words;
+    const u32 *seen = (flags & F_PEN) ? slot_seen(A.seq_state, A.n_slots, A.seq_stride, R.slot) : bbits;
+    const int mask = flags & F_MASK, bias = flags & F_BIAS, pen = flags & F_PEN;
+    const i32 forced = R.forced, eos = (flags & F_DECAY) ? R.eos : -1;
     MS_ASSUME_GLOBAL(bits);
+    MS_ASSUME_GLOBAL(bbits);
+    MS_ASSUME_GLOBAL(seen);
     MS_ASSUME_GLOBAL(work);
     row_for<1>(raw, beg, end, [&](i32 i, float x) {
       if (lse && x == x && x < ms_pos_inf()) {
@@ -881,7 +902,8 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
         sr = up ? __fadd_rn(__fmul_rn(sr, e), 1.0f) : __fadd_rn(sr, e);
         if (up) mr = x;
       }
-      const float l = !pw ? x : mask_only ? (allowed_id(bits, i) ? forced_or(forced, i, x) : ms_neg_inf()) : pointwise(A, R, r, i, x);
+      const bool touched = !inl || (bias && allowed_id(bbits, i)) || (pen && seen_id(seen, i)) || i == eos;
+      const float l = !pw ? x : touched ? pointwise(A, R, r, i, x) : !mask ? x : allowed_id(bits, i) ? forced_or(forced, i, x) : ms_neg_inf();
       if (l != l || (raw_nan && x != x)) fl |= 1;
       else if (l == ms_pos_inf()) fl |= 2;
       if (store) work[i] = l;
@@ -1322,6 +1344,7 @@ __device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 st
     u32 *st = (u32 *)A.seq_state + (u64)R.slot * A.seq_stride;
     i32 *len = (i32 *)A.seq_len + R.slot;
     st[token] += 1u;
+    slot_seen(A.seq_state, A.n_slots, A.seq_stride, R.slot)[token >> 5] |= 1u << (token & 31);
     if (A.hist) {
       i32 *h = slot_hist(A.hist, A.hist_cap, R.slot);
       *hist_at(h, A.hist_cap, (u64)(u32)h[0] + (u64)(u32)*len) = token;
@@ -3464,7 +3487,10 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_prompt(SeqArgs S) {
   i32 *h = S.hist ? slot_hist(S.hist, S.hist_cap, S.slot) : (i32 *)0;
   for (i32 j = blockIdx.x * blockDim.x + threadIdx.x; j < S.n; j += gridDim.x * blockDim.x) {
     i32 t = ids[j];
-    if (t >= 0 && t < S.vocab) atomicOr(&st[t], 0x80000000u);
+    if (t >= 0 && t < S.vocab) {
+      atomicOr(&st[t], 0x80000000u);
+      atomicOr(&slot_seen(S.seq_state, S.n_slots, S.seq_stride, S.slot)[t >> 5], 1u << (t & 31));
+    }
     if (h && j >= S.n - S.hist_cap) *hist_at(h, S.hist_cap, (u64)j) = t;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -3511,6 +3537,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_seq_accept(SeqArgs S) {
     __syncthreads();   /* every old length read before any is written */
     if (valid) {
       atomicAdd((u32 *)S.seq_state + (u64)s * S.seq_stride + (u64)t, 1u);
+      atomicOr(&slot_seen(S.seq_state, S.n_slots, S.seq_stride, s)[t >> 5], 1u << (t & 31));
       if (S.hist && after < S.hist_cap) {   /* earlier ones would share a place with a later one */
         i32 *h = slot_hist(S.hist, S.hist_cap, s);
         *hist_at(h, S.hist_cap, (u64)(u32)h[0] + (u64)(u32)(len + before)) = t;
