@@ -880,14 +880,14 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
     /* the masks (min_tokens, bans, bad words, allowed ids, a bitmask, a
        forced token) inline, and pointwise's call only for the elements a
        bias, a penalty or the length decay touches: a bit of the row's bias
-       bits, of the slot's seen bits (slot_seen: a token of its sequence),
-       or EOS; llama.cpp's penalties (a list) call for every element
+       bits (with llama.cpp's penalty window: ms_k_mask), of the slot's
+       seen bits (slot_seen: a token of its sequence), or EOS
        (-DMS_MASK_INLINE=0: every element calls, to compare) */
-    const int inl = MS_MASK_INLINE && !(flags & F_LLPEN);
+    const int inl = MS_MASK_INLINE;
     const u32 *bits = (const u32 *)A.allow_bits + (u64)r * (u64)A.words;
     const u32 *bbits = (const u32 *)A.bias_bits + (u64)r * (u64)A.words;
     const u32 *seen = (flags & F_PEN) ? slot_seen(A.seq_state, A.n_slots, A.seq_stride, R.slot) : bbits;
-    const int mask = flags & F_MASK, bias = flags & F_BIAS, pen = flags & F_PEN;
+    const int mask = flags & F_MASK, bias = flags & (F_BIAS | F_LLPEN), pen = flags & F_PEN;
     const i32 forced = R.forced, eos = (flags & F_DECAY) ? R.eos : -1;
     MS_ASSUME_GLOBAL(bits);
     MS_ASSUME_GLOBAL(bbits);
@@ -1418,7 +1418,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
       n_runs += tot;
     }
     if (tid == 0) ((Row *)A.blob)[r].ll_n_pen = (i32)n_runs;
-    if (!(flags & (F_MASK | F_BIAS | F_BUDGET))) return;
   }
   u32 *ab = (u32 *)A.allow_bits + (u64)r * (u64)A.words;   /* rows are max_vocab's words apart */
   u32 *bb = (u32 *)A.bias_bits + (u64)r * (u64)A.words;
@@ -1497,12 +1496,23 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
 #undef MS_HTOK
     }
   }
-  if (flags & F_BIAS) {
+  /* the bias bits: the ids with a bias entry, and those of llama.cpp's
+     penalty window (their pairs, written above); the statistics call
+     pointwise for these ids alone */
+  if (flags & (F_BIAS | F_LLPEN)) {
     for (i32 w = threadIdx.x; w < W; w += blockDim.x) bb[w] = 0u;
     __syncthreads();
-    for (i32 j = threadIdx.x; j < R.n_bias; j += blockDim.x) {
-      i32 t = blob[R.bias_tok_off + j];
-      if (t >= 0 && t < V) atomicOr(&bb[t >> 5], 1u << (t & 31));
+    if (flags & F_BIAS)
+      for (i32 j = threadIdx.x; j < R.n_bias; j += blockDim.x) {
+        i32 t = blob[R.bias_tok_off + j];
+        if (t >= 0 && t < V) atomicOr(&bb[t >> 5], 1u << (t & 31));
+      }
+    if (flags & F_LLPEN) {
+      const i32 *pl = blob + R.ll_pen_off, n_pen = ((const Row *)A.blob)[r].ll_n_pen;
+      for (i32 j = threadIdx.x; j < n_pen; j += blockDim.x) {
+        i32 t = pl[2 * j];
+        if (t >= 0 && t < V) atomicOr(&bb[t >> 5], 1u << (t & 31));
+      }
     }
   }
 }
