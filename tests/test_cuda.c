@@ -768,6 +768,10 @@ static void test_gpu_greedy_batch_ends_in_stats(void) {
   memset(&b, 0, sizeof b);
   b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
   b.tokens = dt; b.out = dout;
+  /* the work rows hold a mark: the masked and penalised greedy row (1)
+     ends in the statistics, so its processed logits are never stored */
+  for (j = 0; j < R * V; j++) x[j] = 12345.0f;
+  CHECK(ms_cuda_upload(cu, (void *)(uintptr_t)cu->d_work, x, sizeof x) == MS_OK);
   for (step = 0; step < 8; step++) {
     for (r = 0; r < R; r++) t_fill(x + (size_t)r * V, V, 1.0f);
     x[1 * V + 2] = 9.0f;                                      /* EOS: held back by min_tokens */
@@ -795,6 +799,9 @@ static void test_gpu_greedy_batch_ends_in_stats(void) {
   }
   CHECK_EQ_INT(bad, 0);
   CHECK_EQ_INT(t_seen_bits_differ(cu), 0);   /* (accepted in ms_k_stats's last blocks) */
+  CHECK(ms_cuda_download(cu, x, (const void *)(uintptr_t)cu->d_work, sizeof x) == MS_OK);
+  for (j = 0, bad = 0; j < V; j++) bad += x[1 * V + j] != 12345.0f;
+  CHECK_EQ_INT(bad, 0);
   ms_seq_destroy(s);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dprompt);
   ms_cuda_destroy(cu);

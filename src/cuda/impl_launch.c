@@ -717,6 +717,11 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
         ((flags & (MS__CUDA_F_GREEDY | MS__CUDA_F_JOINT | MS__CUDA_F_KFAST)) || R->top_k <= 0))
       flags |= MS__CUDA_F_END;
     else *needs |= MS__CUDA_N_ROW;
+    /* a greedy row that ends in the statistics: nothing reads its processed
+       logits after them, so they are not stored (a masked or penalised
+       greedy row, JSON mode at temperature 0 say, then moves 4 bytes an
+       id instead of 8) */
+    if ((flags & MS__CUDA_F_GREEDY) && (flags & MS__CUDA_F_END)) flags &= ~MS__CUDA_F_WORK;
     /* rows the passes read (a small top_k's are ms_k_tail's; a greedy
        row's processed logprobs need the tile sums) */
     if ((flags & MS__CUDA_F_LLAMA) || ((flags & MS__CUDA_F_GREEDY) ? (flags & MS__CUDA_F_LP_PROC) != 0 : !(flags & MS__CUDA_F_KFAST)))
