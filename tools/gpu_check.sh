@@ -116,7 +116,7 @@ export -f info compile_cold bench large topp ofast memcheck profile
 for s in $steps; do
   case $s in
     info) step info 30 info ;;
-    compile) step compile 60 compile_cold ;;
+    compile) step compile 90 compile_cold ;;
     tests) step tests 150 build/tests/test_cuda ;;
     cli) step cli 120 env MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh ;;
     figures) step figures 260 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
