@@ -886,6 +886,7 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
     const int inl = MS_MASK_INLINE;
     const u32 *bits = (const u32 *)A.allow_bits + (u64)r * (u64)A.words;
     const u32 *bbits = (const u32 *)A.bias_bits + (u64)r * (u64)A.words;
+    /* (a row without penalties has no slot to point at: seen is then read never) */
     const u32 *seen = (flags & F_PEN) ? slot_seen(A.seq_state, A.n_slots, A.seq_stride, R.slot) : bbits;
     const int mask = flags & F_MASK, bias = flags & (F_BIAS | F_LLPEN), pen = flags & F_PEN;
     const i32 forced = R.forced, eos = (flags & F_DECAY) ? R.eos : -1;
