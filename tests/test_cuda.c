@@ -58,11 +58,12 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   printf("  sm_%d: %s, %s %lu bytes, cold compile %.3f s (NVRTC %d.%d)\n", sm, info.target,
          info.is_ptx ? "PTX" : "CUBIN", (unsigned long)info.binary_size, info.seconds, info.nvrtc_major, info.nvrtc_minor);
   CHECK(info.source == 0);
-  CHECK(info.n_kernels == 12);   /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums, tail, lp */
+  /* mask, stats, pass, row, seq_prompt, seq_accept, ties, list, eps, sums, tail, lp; with the bins pbstats, pgather, pbin */
+  CHECK_EQ_INT(info.n_kernels, topp_bins ? 15 : 12);
   for (i = 0; i < info.n_kernels; i++) {
     /* each kernel is found in the binary of the program it is said to be in */
     CHECK_MSG(info.kernel_found[i], "kernel %s missing from the binary of program %d", info.kernel[i], (int)info.kernel_program[i]);
-    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < 8);   /* eight programs */
+    CHECK(info.kernel_program[i] >= 0 && info.kernel_program[i] < (topp_bins ? 11 : 8));   /* eight programs, eleven */
     CHECK(info.kernel_seconds[i] > 0.0 && info.kernel_seconds[i] <= info.seconds);
   }
   CHECK(info.n_kernels > 2 && !strcmp(info.kernel[2], "ms_k_pass"));
@@ -72,6 +73,13 @@ static void t_compile_arch_opt(int sm, int topp_bins) {
   CHECK(info.n_kernels > 10 && !strcmp(info.kernel[10], "ms_k_tail") && info.kernel_program[10] != info.kernel_program[0]);
   /* the logprobs have a program of their own, apart from ms_k_row's */
   CHECK(info.n_kernels > 11 && !strcmp(info.kernel[11], "ms_k_lp") && info.kernel_program[11] != info.kernel_program[3]);
+  /* the bins' kernels have a program each, apart from every other kernel's */
+  if (topp_bins && info.n_kernels == 15) {
+    int j;
+    CHECK(!strcmp(info.kernel[12], "ms_k_pbstats") && !strcmp(info.kernel[13], "ms_k_pgather") && !strcmp(info.kernel[14], "ms_k_pbin"));
+    for (i = 12; i < 15; i++)
+      for (j = 0; j < 15; j++) CHECK(j == i || info.kernel_program[j] != info.kernel_program[i]);
+  }
   /* the bins' variant holds more code than the default (the same sm) */
   {
     static unsigned long default_size[200];
@@ -137,15 +145,17 @@ static void test_fast_units_env(void) {
   unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
   CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 3) | (1 << 5) | (1 << 6));
   setenv("MYSAMPLE_CUDA_FAST_UNITS", "all", 1);
-  CHECK_EQ_INT((int)ms__cu_fast_units(), 255);
+  CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 11) - 1);
   setenv("MYSAMPLE_CUDA_FAST_UNITS", "none", 1);
   CHECK_EQ_INT((int)ms__cu_fast_units(), 0);
   setenv("MYSAMPLE_CUDA_FAST_UNITS", "2,0,7", 1);
   CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 2) | 1 | (1 << 7));
   setenv("MYSAMPLE_CUDA_FAST_UNITS", "4", 1);
   CHECK_EQ_INT((int)ms__cu_fast_units(), 1 << 4);
+  setenv("MYSAMPLE_CUDA_FAST_UNITS", "10,1,8", 1);   /* (the bins' programs: 8-10) */
+  CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 10) | (1 << 1) | (1 << 8));
   {
-    const char *bad[] = { "8", "2,", ",2", "2;3", "23", "x", "all,1", " 2" };
+    const char *bad[] = { "11", "100", "2,", ",2", "2;3", "23", "x", "all,1", " 2", "-1" };
     int i;
     for (i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
       setenv("MYSAMPLE_CUDA_FAST_UNITS", bad[i], 1);
@@ -165,7 +175,7 @@ static void test_fast_units_env(void) {
   setenv("MYSAMPLE_CUDA_FAST_LEVEL", "0", 1);
   CHECK(ms__cu_fast_level() == NULL);
   if (t_have_nvrtc()) {
-    setenv("MYSAMPLE_CUDA_FAST_UNITS", "9", 1);
+    setenv("MYSAMPLE_CUDA_FAST_UNITS", "11", 1);
     unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
     rc = ms_cuda_compile(90, NULL, NULL, log, sizeof log);
     CHECK_EQ_INT(rc, MS_ERR_INVALID_PARAM);
@@ -219,17 +229,17 @@ static void test_compile_caches(void) {
     fclose(f);
     CHECK(n > 1000 && n < sizeof whole);
     /* the key is the header's third field */
-    CHECK(sscanf(whole, "mysample-cuda-cache 2 %255s", key) == 1);
-    data = ms__cu_read_cache(a.cache_file, key, len, off, &size);   /* intact: read */
+    CHECK(sscanf(whole, "mysample-cuda-cache 3 %255s", key) == 1);
+    data = ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size);   /* intact: read */
     CHECK(data != NULL);
     MS__CU_FREE(data);
     f = fopen(a.cache_file, "wb");
     if (f) { fwrite(whole, 1, n - 1000, f); fclose(f); }
-    CHECK(ms__cu_read_cache(a.cache_file, key, len, off, &size) == NULL);
+    CHECK(ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size) == NULL);
     key[0] ^= 1;                                                      /* another key: not read */
     f = fopen(a.cache_file, "wb");
     if (f) { fwrite(whole, 1, n, f); fclose(f); }
-    CHECK(ms__cu_read_cache(a.cache_file, key, len, off, &size) == NULL);
+    CHECK(ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size) == NULL);
   }
   /* a corrupt file is ignored (recompiled and rewritten), never loaded */
   f = fopen(a.cache_file, "wb");

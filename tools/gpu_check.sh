@@ -7,7 +7,7 @@
 #
 # Steps, in this order unless named: info (GPU, driver, NVRTC), compile
 # (cold NVRTC compile for the device: default, and every program with
-# NVRTC's fast compile, min and mid),
+# NVRTC's fast compile, min and mid; the build with top_p's bins),
 # tests (build/tests/test_cuda: the execution tests against the CPU path),
 # cli (tests/cuda_cli.test.sh on the real driver), figures
 # (tools/gpu_figures.sh: the table with the PyTorch baseline, and
@@ -74,6 +74,8 @@ compile_cold() {
       env $e CUDA_CACHE_DISABLE=1 MYSAMPLE_CUDA_CACHE=off build/mysample cuda-compile --arch sm_90
     done
   done
+  echo "== the build with top_p's bins (eleven programs)"
+  for i in 1 2; do CUDA_CACHE_DISABLE=1 MYSAMPLE_CUDA_CACHE=off build/mysample cuda-compile --arch sm_90 --topp-bins; done
   echo "(NVRTC's own cache on:)"
   MYSAMPLE_CUDA_CACHE=off build/mysample cuda-compile --arch sm_90
   # each program alone (the largest bounds the cold compile on free cores)

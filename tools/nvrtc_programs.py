@@ -6,7 +6,7 @@ them at once). No GPU needed, only NVRTC.
 
 usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
                                [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5,6,7]
-                               [-D NAME=VALUE ...] [--save DIR]
+                               [-D NAME=VALUE ...] [--save DIR]   (units: 8-10 too with -D MS_TOPP_BINS=1)
                                [--fast-units 3,5,6|all|none] [--fast LEVEL]
 
 Prints the best of --reps compiles per program (the programs alternate
@@ -25,7 +25,7 @@ for the small programs (FAST_UNITS below; keep it in step with
 ms__cu_unit_fast_ok; --fast-units as $MYSAMPLE_CUDA_FAST_UNITS, --fast
 min|mid|max the level those programs get, to see what each level saves).
 -D adds a define to every program (-D MS_TOPP_BINS=1:
-the programs of an ms_cuda with top_p's bins)."""
+the programs of an ms_cuda with top_p's bins, which adds programs 8-10)."""
 import argparse
 import ctypes
 import os
@@ -77,7 +77,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--nvrtc", default=None)
     ap.add_argument("--source", action="append", default=[])
-    ap.add_argument("--units", default="0,1,2,3,4,5,6,7")
+    ap.add_argument("--units", default=None, help="default 0-7, and 8-10 with -D MS_TOPP_BINS=1")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--save", default=None, metavar="DIR")
     ap.add_argument("--fast-units", default=None, metavar="LIST")
@@ -85,13 +85,14 @@ def main():
     a = ap.parse_args()
     fast_units = FAST_UNITS
     if a.fast_units is not None:
-        fast_units = set(range(8)) if a.fast_units == "all" else set() if a.fast_units == "none" else \
+        fast_units = set(range(11)) if a.fast_units == "all" else set() if a.fast_units == "none" else \
             {int(u) for u in a.fast_units.split(",")}
     fast_opt = "--Ofast-compile=" + a.fast
     lib = load(a.nvrtc)
     paths = a.source or ["src/cuda/kernels.cu"]
     srcs = [open(p, "rb").read() for p in paths]
-    units = [int(u) for u in a.units.split(",")]
+    bins = any(d.startswith("MS_TOPP_BINS=") and d != "MS_TOPP_BINS=0" for d in a.defines)
+    units = [int(u) for u in a.units.split(",")] if a.units else list(range(11 if bins else 8))
     best = [{u: float("inf") for u in units} for _ in srcs]
     if a.save:
         os.makedirs(a.save, exist_ok=True)

@@ -48,14 +48,15 @@ typedef struct ms_cuda_compile_info {
   int32_t n_kernels;        /* the kernels and whether each is in its binary */
   const char *kernel[MS_CUDA_MAX_KERNELS];
   int32_t kernel_found[MS_CUDA_MAX_KERNELS];
-  int32_t kernel_program[MS_CUDA_MAX_KERNELS];   /* the NVRTC program it is compiled in (0..5) */
+  int32_t kernel_program[MS_CUDA_MAX_KERNELS];   /* the NVRTC program it is compiled in (0..7; 8..10 with top_p's bins) */
   double kernel_seconds[MS_CUDA_MAX_KERNELS];    /* that program's compile time (0 from a cache) */
 } ms_cuda_compile_info;
 
 /* Compiles the kernels for compute capability `sm` (e.g. 90 for sm_90,
-   80 for sm_80) with NVRTC; needs no GPU. The kernels form six NVRTC
-   programs, compiled at once on threads of their own (one after another
-   under MYSAMPLE_CUDA_NO_PTHREAD). Picks CUBIN when NVRTC supports
+   80 for sm_80) with NVRTC; needs no GPU. The kernels form eight NVRTC
+   programs (eleven with opts->topp_bins), compiled at once on threads of
+   their own (one after another under MYSAMPLE_CUDA_NO_PTHREAD); info
+   lists the build's kernels. Picks CUBIN when NVRTC supports
    sm_<sm> (nvrtcGetSupportedArchs), else PTX for the newest supported
    compute_XX below it; MS_ERR_COMPILE when NVRTC supports nothing at or
    below sm. Looks in the in-memory cache, then the disk cache (key: source

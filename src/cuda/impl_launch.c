@@ -58,6 +58,8 @@
 #define MS__CUDA_N_FULL 512  /* a row that needs the passes (not F_KFAST) */
 #define MS__CUDA_N_PBIN 1024 /* an F_TOPP_BINS row without F_PB_STATS: P_PBIN */
 #define MS__CUDA_N_LP 2048   /* a row with logprobs: ms_k_lp after ms_k_row */
+#define MS__CUDA_N_STATS 4096   /* a row ms_k_stats reads (not F_PB_STATS) */
+#define MS__CUDA_N_PBSTATS 8192 /* a row ms_k_pbstats reads (F_PB_STATS) */
 #define MS__CUDA_MAX_TOP 1024   /* MS_CAND in kernels.cu */
 #define MS__CUDA_ROW_THREADS 1024
 #define MS__CUDA_THREADS 256
@@ -398,13 +400,14 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   if (rc != MS_OK) goto fail;
   rc = MS_ERR_DEVICE;
   snprintf(cu->target, sizeof cu->target, "%s", bin->target);
-  for (i = 0; i < MS__CU_UNITS; i++) {
+  for (i = 0; i < bin->n_units; i++) {   /* (the bins' programs only in a build with them) */
     if ((e = d->module_load_data(&cu->module[i], bin->data + bin->off[i])) != MS__CUDA_SUCCESS) {
       ms__cu_msg(msg, msg_size, "cuModuleLoadData (%s, unit %d): %s", bin->target, i, ms__cu_errstr(e));
       goto fail;
     }
   }
   for (i = 0; i < MS__K_COUNT_; i++) {
+    if (ms__cu_kernel_unit[i] >= bin->n_units) continue;
     if ((e = d->module_get_function(&cu->fn[i], cu->module[ms__cu_kernel_unit[i]], ms__cu_kernel_names[i])) != MS__CUDA_SUCCESS) {
       ms__cu_msg(msg, msg_size, "cuModuleGetFunction %s: %s", ms__cu_kernel_names[i], ms__cu_errstr(e));
       goto fail;
@@ -726,6 +729,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
        row's processed logprobs need the tile sums) */
     if ((flags & MS__CUDA_F_LLAMA) || ((flags & MS__CUDA_F_GREEDY) ? (flags & MS__CUDA_F_LP_PROC) != 0 : !(flags & MS__CUDA_F_KFAST)))
       *needs |= MS__CUDA_N_FULL;
+    *needs |= (flags & MS__CUDA_F_PB_STATS) ? MS__CUDA_N_PBSTATS : MS__CUDA_N_STATS;
     R->flags = flags;
   }
   return used * 4;
@@ -840,13 +844,19 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   /* every sampled row a small top_k's (ms_k_tail's): none of the dozen
      pass launches would find anything to do */
   nopass = cu->nopass && !(needs & MS__CUDA_N_FULL);
-  if (nopass) needs &= MS__CUDA_N_MASK | MS__CUDA_N_ROW | MS__CUDA_N_KFAST | MS__CUDA_N_LP;
+  if (nopass) needs &= MS__CUDA_N_MASK | MS__CUDA_N_ROW | MS__CUDA_N_KFAST | MS__CUDA_N_LP | MS__CUDA_N_STATS | MS__CUDA_N_PBSTATS;
 
   if ((needs & MS__CUDA_N_MASK) &&
       (rc = ms__cuda_launch(cu, cu->fn[MS__K_MASK], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   /* the statistics, then each full-row pass some row needs, in the
-     pipeline's order (A is copied at every launch) */
-  if ((rc = ms__cuda_launch(cu, cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
+     pipeline's order (A is copied at every launch); the rows whose
+     statistics count top_p's bins have a kernel of their own (ms_k_stats
+     leaves them, and is not launched when they are all there are) */
+  if ((needs & MS__CUDA_N_PBSTATS) &&
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_PBSTATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK)
+    goto done;
+  if ((needs & MS__CUDA_N_STATS || !(needs & MS__CUDA_N_PBSTATS)) &&
+      (rc = ms__cuda_launch(cu, cu->fn[MS__K_STATS], (unsigned)b->n_rows, (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
   /* a small top_k's rows: their ends, and what their lists left */
   if ((needs & MS__CUDA_N_KFAST) &&
       (rc = ms__cuda_launch(cu, cu->fn[MS__K_TAIL], (unsigned)b->n_rows, 1, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
@@ -866,7 +876,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     if (pass == MS__CUDA_P_MASS && cu->topp_bins) {
       for (A.pass = MS__CUDA_P_PBIN; A.pass <= MS__CUDA_P_PGATHER; A.pass++)
         if ((A.pass == MS__CUDA_P_PGATHER || (needs & MS__CUDA_N_PBIN)) &&
-            (rc = ms__cuda_launch(cu, cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_SUMS : MS__K_PASS], (unsigned)b->n_rows,
+            (rc = ms__cuda_launch(cu, cu->fn[A.pass == MS__CUDA_P_PGATHER ? MS__K_PGATHER : MS__K_PBIN], (unsigned)b->n_rows,
                                   (unsigned)G, MS__CUDA_THREADS, stream, &A)) != MS_OK) goto done;
     }
     A.pass = pass;

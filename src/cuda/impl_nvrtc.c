@@ -11,12 +11,19 @@
    0.9-1.05 and 0.7 apart (one core of the 2-core development machine,
    session 19); ms_k_row with the logprobs (ms_k_lp's part) 1.07 s
    against 0.70 and 0.42, and ms_k_tail in the small program 1.06 s
-   against 0.79 and 0.47 (session 25). */
+   against 0.79 and 0.47 (session 25). A build with top_p's bins
+   (-DMS_TOPP_BINS=1) adds three programs, one for each of the bins'
+   kernels: inside ms_k_stats, ms_k_sums and ms_k_pass they made those
+   programs compile in 2.0-2.3, 1.65 and 1.15 s (session 27). */
 static const char *const ms__cu_kernel_names[] = {
   "ms_k_mask", "ms_k_stats", "ms_k_pass", "ms_k_row", "ms_k_seq_prompt", "ms_k_seq_accept", "ms_k_ties", "ms_k_list",
-  "ms_k_eps", "ms_k_sums", "ms_k_tail", "ms_k_lp", NULL
+  "ms_k_eps", "ms_k_sums", "ms_k_tail", "ms_k_lp", "ms_k_pbstats", "ms_k_pgather", "ms_k_pbin", NULL
 };
-static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 5, 3, 4, 6, 7 };
+static const int ms__cu_kernel_unit[] = { 3, 2, 1, 0, 3, 3, 3, 5, 3, 4, 6, 7, 8, 9, 10 };
+#define MS__CU_UNITS 11       /* programs: 0-7 in every build, 8-10 only with top_p's bins */
+#define MS__CU_BASE_UNITS 8
+/* The programs of a build (the bins' three only where asked for). */
+static int ms__cu_n_units(int topp_bins) { return topp_bins ? MS__CU_UNITS : MS__CU_BASE_UNITS; }
 /* The programs of kernels that run on lists or on rows that need them,
    never in the issue's figures (3: masks, sequences, ties, HF's epsilon
    and eta; 5: llama.cpp's list), and ms_k_tail's (6), whose work on a
@@ -33,12 +40,14 @@ static long ms__cu_fast_units(void) {
   const char *e = ms__cu_getenv("MYSAMPLE_CUDA_FAST_UNITS");
   long m = 0;
   if (!e || !*e) return (long)MS__CU_FAST_DEFAULT;
-  if (!strcmp(e, "all")) return (1L << 8) - 1;   /* MS__CU_UNITS programs */
+  if (!strcmp(e, "all")) return (1L << MS__CU_UNITS) - 1;
   if (!strcmp(e, "none")) return 0;
   for (;;) {
-    if (*e < '0' || *e > '7') return -1;
-    m |= 1L << (*e - '0');
-    e++;
+    int u;
+    if (*e < '0' || *e > '9') return -1;
+    u = *e++ - '0';
+    if (u == 1 && *e == '0') { u = 10; e++; }   /* (10: the last program; no other number has two digits) */
+    m |= 1L << u;
     if (!*e) return m;
     if (*e++ != ',') return -1;
   }
@@ -61,8 +70,7 @@ static int ms__cu_unit_fast_ok(const char *const *opts, int n_opts, int rtc_majo
   return 1;
 }
 enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_LIST, MS__K_EPS,
-       MS__K_SUMS, MS__K_TAIL, MS__K_LP, MS__K_COUNT_ };
-#define MS__CU_UNITS 8
+       MS__K_SUMS, MS__K_TAIL, MS__K_LP, MS__K_PBSTATS, MS__K_PGATHER, MS__K_PBIN, MS__K_COUNT_ };
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */
 static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
@@ -98,6 +106,7 @@ typedef struct ms__cu_bin {
   char key[256];
   char target[24];
   int is_ptx;
+  int n_units;   /* the build's programs (ms__cu_n_units); len 0 for the others */
   size_t size;   /* of data, the units 16-byte aligned */
   char *data;
   size_t off[MS__CU_UNITS], len[MS__CU_UNITS];
@@ -138,8 +147,9 @@ static const char *ms__cu_get_source(void) {
 
 /* -- the disk cache ------------------------------------------------------------
    One file per key, <dir>/cuda-<16 hex of the key hash>.bin: a header line
-   "mysample-cuda-cache 2 <key> <size of unit 0> ... <size of the last unit>\n"
-   then the units' binaries back to back. Written to a temporary name and
+   "mysample-cuda-cache 3 <key> <size of unit 0> ... <size of the build's last unit>\n"
+   then the units' binaries back to back (n_units of them: the key says
+   which build, so the reader knows how many). Written to a temporary name and
    renamed, so readers never see half a file. */
 
 static int ms__cu_mkdir_p(const char *dir) {
@@ -194,7 +204,8 @@ static int ms__cu_cache_dir(const ms_cuda_compile_opts *o, char *buf, size_t siz
 }
 
 /* The offsets of the units in one buffer (16-byte aligned: each is
-   loaded as a module from where it lies); returns the buffer's size. */
+   loaded as a module from where it lies; a unit not in the build has
+   length 0); returns the buffer's size. */
 static size_t ms__cu_layout(const size_t *len, size_t *off) {
   size_t n = 0;
   int u;
@@ -202,51 +213,53 @@ static size_t ms__cu_layout(const size_t *len, size_t *off) {
   return n;
 }
 
-/* The header line of a cache file for key and the units' sizes. */
-static void ms__cu_cache_head(char *head, size_t size, const char *key, const size_t *len) {
-  int u, w = snprintf(head, size, "mysample-cuda-cache 2 %s", key);
-  for (u = 0; u < MS__CU_UNITS && w > 0 && (size_t)w < size; u++)
+/* The header line of a cache file for key and its n_units units' sizes. */
+static void ms__cu_cache_head(char *head, size_t size, const char *key, int n_units, const size_t *len) {
+  int u, w = snprintf(head, size, "mysample-cuda-cache 3 %s", key);
+  for (u = 0; u < n_units && w > 0 && (size_t)w < size; u++)
     w += snprintf(head + w, size - (size_t)w, " %llu", (unsigned long long)len[u]);
   if (w > 0 && (size_t)w < size) snprintf(head + w, size - (size_t)w, "\n");
 }
 
-/* Reads the units of key from an open cache file into one buffer laid
-   out by ms__cu_layout; NULL when the file is another key's, malformed or
-   short. (tests/fuzz/fuzz_cuda_cache.c feeds it any bytes.) */
-static char *ms__cu_read_cache_f(FILE *f, const char *key, size_t *len, size_t *off, size_t *size) {
+/* Reads the n_units units of key from an open cache file into one buffer
+   laid out by ms__cu_layout (len 0 for the units past n_units); NULL when
+   the file is another key's, malformed or short. (tests/fuzz/fuzz_cuda_cache.c
+   feeds it any bytes.) */
+static char *ms__cu_read_cache_f(FILE *f, const char *key, int n_units, size_t *len, size_t *off, size_t *size) {
   char head[512], want[512], *p, *end;
   char *data = NULL;
   int u, ok = 1;
-  if (!fgets(head, sizeof head, f) || strncmp(head, "mysample-cuda-cache 2 ", 22) != 0 ||
+  if (!fgets(head, sizeof head, f) || strncmp(head, "mysample-cuda-cache 3 ", 22) != 0 ||
       !(p = strchr(head + 22, ' '))) return NULL;
-  for (u = 0; u < MS__CU_UNITS && ok; u++) {
+  for (u = 0; u < MS__CU_UNITS; u++) len[u] = 0;
+  for (u = 0; u < n_units && ok; u++) {
     unsigned long long n = strtoull(p, &end, 10);
     ok = end != p && n > 0 && n <= (1ULL << 30);
     len[u] = (size_t)n;
     p = end;
   }
   /* the whole line again from the key and sizes: anything else in it
-     (a sign, spaces, another key) and the file is not ours */
-  if (ok) ms__cu_cache_head(want, sizeof want, key, len);
+     (a sign, spaces, another key, more units) and the file is not ours */
+  if (ok) ms__cu_cache_head(want, sizeof want, key, n_units, len);
   if (!ok || strcmp(head, want) != 0) return NULL;
   *size = ms__cu_layout(len, off);
   data = (char *)MS__CU_MALLOC(*size);
-  for (u = 0; data && u < MS__CU_UNITS; u++) {
+  for (u = 0; data && u < n_units; u++) {
     if (fread(data + off[u], 1, len[u], f) != len[u]) { MS__CU_FREE(data); data = NULL; }
   }
   return data;
 }
 
-static char *ms__cu_read_cache(const char *file, const char *key, size_t *len, size_t *off, size_t *size) {
+static char *ms__cu_read_cache(const char *file, const char *key, int n_units, size_t *len, size_t *off, size_t *size) {
   FILE *f = fopen(file, "rb");
   char *data;
   if (!f) return NULL;
-  data = ms__cu_read_cache_f(f, key, len, off, size);
+  data = ms__cu_read_cache_f(f, key, n_units, len, off, size);
   fclose(f);
   return data;
 }
 
-static void ms__cu_write_cache(const char *dir, const char *file, const char *key, const char *data,
+static void ms__cu_write_cache(const char *dir, const char *file, const char *key, int n_units, const char *data,
                                const size_t *len, const size_t *off) {
   char tmp[560], head[512];
   static unsigned ms__cu_tmp_counter;
@@ -260,9 +273,9 @@ static void ms__cu_write_cache(const char *dir, const char *file, const char *ke
 #endif
   f = fopen(tmp, "wb");
   if (!f) return;
-  ms__cu_cache_head(head, sizeof head, key, len);
+  ms__cu_cache_head(head, sizeof head, key, n_units, len);
   ok = fputs(head, f) >= 0;
-  for (u = 0; u < MS__CU_UNITS && ok; u++) ok = fwrite(data + off[u], 1, len[u], f) == len[u];
+  for (u = 0; u < n_units && ok; u++) ok = fwrite(data + off[u], 1, len[u], f) == len[u];
   ok = (fclose(f) == 0) && ok;
   if (!ok) { remove(tmp); return; }
 #ifdef _WIN32
@@ -375,11 +388,12 @@ static int ms__cu_thread_start(ms__cu_thread *t, ms__cu_job *j) { (void)t; (void
 static void ms__cu_thread_join(ms__cu_thread t) { (void)t; }
 #endif
 
-/* Compiles every unit, units 1.. on threads of their own and unit 0 (the
-   largest) on the calling one; a thread that cannot start runs its unit
+/* Compiles the build's n_units units, units 1.. on threads of their own
+   and unit 0 on the calling one; a thread that cannot start runs its unit
    here afterwards (MYSAMPLE_CUDA_NO_PTHREAD: all of them). On success
-   *data holds the units laid out by ms__cu_layout. */
-static ms_result ms__cu_compile_units(const char *src, const char *const *opts, int n_opts, int is_ptx, long fast,
+   *data holds the units laid out by ms__cu_layout (len 0, seconds 0 for
+   the units past n_units). */
+static ms_result ms__cu_compile_units(const char *src, const char *const *opts, int n_opts, int n_units, int is_ptx, long fast,
                                       const char *fast_opt,
                                       const char *target, char **data, size_t *len, size_t *off, size_t *size,
                                       double *seconds, char *log, size_t log_size) {
@@ -400,13 +414,13 @@ static ms_result ms__cu_compile_units(const char *src, const char *const *opts, 
     j->n_opts = i;
   }
   started[0] = 0;
-  for (u = 1; u < MS__CU_UNITS; u++) started[u] = ms__cu_thread_start(&th[u], &jobs[u]);
+  for (u = 1; u < n_units; u++) started[u] = ms__cu_thread_start(&th[u], &jobs[u]);
   ms__cu_job_run(&jobs[0]);
-  for (u = 1; u < MS__CU_UNITS; u++) {
+  for (u = 1; u < n_units; u++) {
     if (started[u]) ms__cu_thread_join(th[u]);
     else ms__cu_job_run(&jobs[u]);
   }
-  for (u = 0; u < MS__CU_UNITS && rc == MS_OK; u++) {
+  for (u = 0; u < n_units && rc == MS_OK; u++) {
     const ms__cu_job *j = &jobs[u];
     if (!j->failed) continue;
     rc = j->oom ? MS_ERR_OUT_OF_MEMORY : MS_ERR_COMPILE;
@@ -421,7 +435,7 @@ static ms_result ms__cu_compile_units(const char *src, const char *const *opts, 
     if (!(*data = (char *)MS__CU_MALLOC(*size))) { ms__cu_msg(log, log_size, "out of memory"); rc = MS_ERR_OUT_OF_MEMORY; }
     else {
       memset(*data, 0, *size);
-      for (u = 0; u < MS__CU_UNITS; u++) memcpy(*data + off[u], jobs[u].data, len[u]);
+      for (u = 0; u < MS__CU_UNITS; u++) if (len[u]) memcpy(*data + off[u], jobs[u].data, len[u]);
     }
   }
   for (u = 0; u < MS__CU_UNITS; u++) {
@@ -440,6 +454,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   const char *opts[12];
   const char *src;
   int is_ptx = 0, n_opts = 0, i, disk;
+  const int n_units = ms__cu_n_units(o && o->topp_bins);
   long fast;
   const char *fast_opt;
   unsigned long long opt_hash = MS__CU_FNV0;
@@ -471,7 +486,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
   fast = ms__cu_fast_units();
   if (fast < 0) {
-    ms__cu_msg(log, log_size, "MYSAMPLE_CUDA_FAST_UNITS: '%s' is not a list of program numbers 0-7 (\"3,5,6\"), \"all\" or \"none\"",
+    ms__cu_msg(log, log_size, "MYSAMPLE_CUDA_FAST_UNITS: '%s' is not a list of program numbers 0-10 (\"3,5,6\"), \"all\" or \"none\"",
                ms__cu_getenv("MYSAMPLE_CUDA_FAST_UNITS"));
     return MS_ERR_INVALID_PARAM;
   }
@@ -479,7 +494,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
     ms__cu_msg(log, log_size, "MYSAMPLE_CUDA_FAST_LEVEL: '%s' is not min, mid or max", ms__cu_getenv("MYSAMPLE_CUDA_FAST_LEVEL"));
     return MS_ERR_INVALID_PARAM;
   }
-  for (i = 0; i < MS__CU_UNITS; i++)   /* the per-program options are part of the key too, with the program */
+  for (i = 0; i < n_units; i++)   /* the per-program options are part of the key too, with the program */
     if (ms__cu_unit_fast_ok(opts, n_opts, g->rtc_major, g->rtc_minor, fast, i)) {
       opt_hash = ms__cu_fnv(fast_opt, strlen(fast_opt) + 1, opt_hash);
       opt_hash = ms__cu_fnv(&i, sizeof i, opt_hash);
@@ -502,15 +517,16 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   if (disk) {
     snprintf(file, sizeof file, "%s/cuda-%016llx.bin", dir, ms__cu_fnv(key, strlen(key), MS__CU_FNV0));
     if (info) snprintf(info->cache_file, sizeof info->cache_file, "%s", file);
-    data = ms__cu_read_cache(file, key, len, off, &size);
+    data = ms__cu_read_cache(file, key, n_units, len, off, &size);
     if (data) source = 2;
   }
   /* 3. NVRTC */
   if (!data) {
-    rc = ms__cu_compile_units(src, opts, n_opts, is_ptx, fast, fast_opt, target, &data, len, off, &size, seconds, log, log_size);
+    rc = ms__cu_compile_units(src, opts, n_opts, n_units, is_ptx, fast, fast_opt, target, &data, len, off, &size, seconds, log,
+                              log_size);
     if (rc != MS_OK) return rc;
-    if (info) for (i = 0; i < info->n_kernels; i++) info->kernel_seconds[i] = seconds[ms__cu_kernel_unit[i]];
-    if (disk) ms__cu_write_cache(dir, file, key, data, len, off);
+    if (info) for (i = 0; i < info->n_kernels; i++) info->kernel_seconds[i] = seconds[info->kernel_program[i]];
+    if (disk) ms__cu_write_cache(dir, file, key, n_units, data, len, off);
   }
   b = (ms__cu_bin *)MS__CU_MALLOC(sizeof *b);
   if (!b) { MS__CU_FREE(data); ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
@@ -518,6 +534,7 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   snprintf(b->key, sizeof b->key, "%s", key);
   snprintf(b->target, sizeof b->target, "%s", target);
   b->is_ptx = is_ptx;
+  b->n_units = n_units;
   b->size = size;
   b->data = data;
   memcpy(b->off, off, sizeof off);
@@ -537,12 +554,15 @@ MSDEF ms_result ms_cuda_compile(int32_t sm, const ms_cuda_compile_opts *opts,
   int i;
   if (log && log_size) log[0] = 0;
   if (info) {
+    const int n_units = ms__cu_n_units(opts && opts->topp_bins);
+    int n = 0;
     memset(info, 0, sizeof *info);
-    for (i = 0; ms__cu_kernel_names[i] && i < MS_CUDA_MAX_KERNELS; i++) {
-      info->kernel[i] = ms__cu_kernel_names[i];
-      info->kernel_program[i] = ms__cu_kernel_unit[i];
+    for (i = 0; ms__cu_kernel_names[i] && n < MS_CUDA_MAX_KERNELS; i++) {   /* the build's kernels */
+      if (ms__cu_kernel_unit[i] >= n_units) continue;
+      info->kernel[n] = ms__cu_kernel_names[i];
+      info->kernel_program[n++] = ms__cu_kernel_unit[i];
     }
-    info->n_kernels = i;
+    info->n_kernels = n;
   }
   if (sm < 10 || sm > 10000) { ms__cu_msg(log, log_size, "bad compute capability %d (want e.g. 90 for sm_90)", (int)sm); return MS_ERR_INVALID_PARAM; }
   rc = ms_cuda_load_nvrtc(opts ? opts->nvrtc_path : NULL, log, log_size);
@@ -558,7 +578,7 @@ MSDEF ms_result ms_cuda_compile(int32_t sm, const ms_cuda_compile_opts *opts,
       info->binary_size = 0;
       for (u = 0; u < MS__CU_UNITS; u++) info->binary_size += b->len[u];
       for (i = 0; i < info->n_kernels; i++) {
-        u = ms__cu_kernel_unit[i];
+        u = info->kernel_program[i];
         info->kernel_found[i] = ms__cu_has_symbol(b->data + b->off[u], b->len[u], info->kernel[i]);
       }
     }

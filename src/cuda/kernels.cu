@@ -13,6 +13,9 @@
                                candidates); the last block of a row to
                                finish combines the partials into the row's
                                Sel state
+     ms_k_pbstats grid B x G   (a build with top_p's bins) ms_k_stats for
+                               the rows whose read counts the bins
+                               (F_PB_STATS), beside it
      ms_k_tail   grid B        rows with a small top_k (F_KFAST): the
                                candidates the statistics' lists give
                                (kfast_row), the end of an F_END row on
@@ -29,6 +32,9 @@
                                row's Sel and the last block to finish
                                takes the pass's decision for the next launch
                                (a "last block" count, never a spin barrier)
+     ms_k_pbin   grid B x G    (top_p's bins) P_PBIN and P_PGATHER, before
+     ms_k_pgather              the radix passes of top_p (which take the
+                               rows the bins leave undecided)
      ms_k_list   grid B        llama.cpp rows only: the top_k list and the
                                chain's stages on it (the token, probs,
                                processed logprobs into Sel)
@@ -51,7 +57,8 @@
    profile, ties at theta past a position are cut: ids <= Sel.cut stay);
    no stage sorts. */
 
-/* mysample_cuda.h compiles the kernels as eight NVRTC programs at once,
+/* mysample_cuda.h compiles the kernels as eight NVRTC programs at once
+   (eleven with top_p's bins, -DMS_TOPP_BINS=1: units 8 to 10),
    program u with -DMS_UNIT=u (its ms__cu_kernel_unit says which kernel is
    in which); without MS_UNIT (the emulator) every kernel is compiled. */
 #ifdef MS_UNIT
@@ -111,7 +118,7 @@ typedef unsigned long long u64;
 #define F_SIGMA    2097152 /* F_LLAMA: top-n-sigma's cut over the whole row first (ms_k_list) */
 #define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
 #define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates from the statistics' lists (ms_k_tail, no pass) */
-#define F_PB_STATS 16777216 /* F_TOPP_BINS: ms_k_stats counts the bins as it reads (no P_PBIN; pb_stats_finish) */
+#define F_PB_STATS 16777216 /* F_TOPP_BINS: the statistics count the bins as they read (ms_k_pbstats; no P_PBIN) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -703,7 +710,7 @@ __device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
   }
   return lo;
 }
-/* The last block of P_PBIN, or of ms_k_stats (F_PB_STATS), on the row's
+/* The last block of P_PBIN, or of ms_k_pbstats (F_PB_STATS), on the row's
    counts c[MS_PB_NB] (shared): the bins that may hold top_p's threshold.
    The threshold's bin is the lowest non-empty bin whose mass strictly
    above is < p * Z (find_bin's rule). Bin b counts the elements o =
@@ -720,8 +727,10 @@ __device__ __noinline__ u32 topp_key(u32 lo, u32 hi, i32 b, float M, float S) {
    when its least is >= p * the most Z: the threshold lies in [*b_lo,
    *b_hi] (the lowest surely qualifying bin, one above the highest surely
    not). Returns how many keys those bins hold; 0 when nothing surely
-   qualifies (top_p <= 0). Every thread calls. */
-__device__ u32 pb_window(const u32 *c, float top_p, double d, u32 n_top, double z_top, i32 *b_lo, i32 *b_hi) {
+   qualifies (top_p <= 0). Every thread calls. A call, its loops not
+   unrolled (once a row, in a last block): inlined and unrolled it made
+   its programs compile about 0.35 s longer (one core). */
+__device__ __noinline__ u32 pb_window(const u32 *c, float top_p, double d, u32 n_top, double z_top, i32 *b_lo, i32 *b_hi) {
   __shared__ i32 s_lo, s_hi;
   const i32 per = MS_PB_NB / (i32)blockDim.x, first = (i32)threadIdx.x * per;   /* bins from the top */
   const double rho = 1e-6, up = 1.0 + 1e-5, down = 1.0 - 1e-5, W = (double)MS_PB_BW;
@@ -731,6 +740,7 @@ __device__ u32 pb_window(const u32 *c, float top_p, double d, u32 n_top, double 
   const double step_hi = 0.9961013733611385, step_lo = 0.9961013655790966;
   const double wh0 = exp(-(d + (double)first / W) * (1.0 - rho)), wl0 = exp(-(d + (double)(first + 1) / W) * (1.0 + rho));
   double lo_s = 0.0, hi_s = 0.0, wh = wh0, wl = wl0;
+#pragma unroll 1
   for (i32 j = 0; j < per; j++, wh *= step_hi, wl *= step_lo) {
     const i32 o = first + j;
     const double n = (double)c[MS_PB_NB - 1 - o];
@@ -746,6 +756,7 @@ __device__ u32 pb_window(const u32 *c, float top_p, double d, u32 n_top, double 
   if (threadIdx.x == 0) { s_lo = n_top > 0u && 0.0 >= t_hi ? MS_PB_NB : -1; s_hi = n_top > 0u && 0.0 < t_lo ? MS_PB_NB : MS_PB_NB + 1; }
   __syncthreads();
   wh = wh0; wl = wl0;
+#pragma unroll 1
   for (i32 j = 0; j < per; j++, wh *= step_hi, wl *= step_lo) {
     const i32 o = first + j, b = MS_PB_NB - 1 - o;
     const double n = (double)c[b];
@@ -759,13 +770,14 @@ __device__ u32 pb_window(const u32 *c, float top_p, double d, u32 n_top, double 
   __syncthreads();
   const i32 lo = s_lo + 1, hi = s_hi;
   u32 n = 0u;
+#pragma unroll 1
   for (i32 j = 0; j < per; j++) { const i32 b = MS_PB_NB - 1 - (first + j); if (b >= lo && b <= hi) n += c[b]; }
   n = bsum_u(n);
   if (lo <= MS_PB_NB && hi >= MS_PB_NB) n += n_top;
   *b_lo = lo; *b_hi = hi;
   return hi <= MS_PB_NB && lo <= hi ? n : 0u;
 }
-/* F_PB_STATS: ms_k_stats counts the bins as it reads the row, so top_p
+/* F_PB_STATS: the statistics (ms_k_pbstats) count the bins as they read the row, so top_p
    by bins reads it twice in all (the statistics, P_PGATHER), not three
    times. The bins are relative to an anchor every block of the row knows
    before it reads: the largest finite logit a of a sample of the row
@@ -924,10 +936,9 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
   return p;
 }
 
-#if MS_BINS_ON
+#if MS_BINS_ON && MS_IN_UNIT(8)
 /* row_stats of a row read as it is (no raw log-sum-exp) that counts
-   top_p's bins as it goes (F_PB_STATS; a function of its own, so that
-   row_stats, and NVRTC's work on it, stay as they are): pb->c (zero,
+   top_p's bins as it goes (F_PB_STATS, ms_k_pbstats): pb->c (zero,
    shared) gets the counts of the keys >= lower at or below the anchor,
    pb->above the keys above it (*pb->n_above of them; the first
    MS_PB_ABOVE kept). */
@@ -1793,9 +1804,8 @@ __device__ __noinline__ void kfast_row(Sel *Q, const Row &R, i32 G, const i32 *n
 }
 #endif
 
-#if MS_IN_UNIT(2)
-#if MS_BINS_ON
-/* F_PB_STATS, in every block of ms_k_stats before the read: the anchor
+#if MS_BINS_ON && MS_IN_UNIT(8)
+/* F_PB_STATS, in every block of ms_k_pbstats before the read: the anchor
    (the largest finite logit of the row's sample: the same in every
    block), the bins c (shared) zeroed, *pb for row_stats. */
 __device__ __noinline__ void pb_stats_begin(const Args &A, const Row &R, i32 r, u32 *c, u32 *above, u32 *n_above, PbStats *pb) {
@@ -1839,7 +1849,7 @@ __device__ __noinline__ void pb_stats_block(const Args &A, Sel *Q, i32 r, const 
   __threadfence();   /* the counts and keys before the arrival that announces them */
   __syncthreads();
 }
-/* F_PB_STATS, in the row's last block (after thread 0 readied Q): the
+/* F_PB_STATS, in the row's last block (after stats_close readied Q): the
    exact integer mass of the keys above the anchor a, the row's counts
    into c (shared), pb_window, and the range of keys P_PGATHER lists
    (Q->pk_lo, pk_hi; Q->pbins when it holds at most MS_PCAND keys, as
@@ -1881,70 +1891,28 @@ __device__ __noinline__ void pb_stats_finish(const Args &A, const Row &R, Sel *Q
 }
 #endif
 
-/* Block (r, c) computes the statistics of chunk c of row r; the last
-   block of the row to finish combines the n_parts partials into the
-   row's Sel, readies it for ms_k_pass and writes the result of a greedy
-   F_END row. (256, 6): at most 40
-   registers, so 6 blocks share an SM; at 64 only 4 did, and this
-   memory-bound pass wants every warp it can get. */
-extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
-  ms_pdl_start();
-  __shared__ i32 s_last;
-  __shared__ Row sR;
-  /* row_stats and pointwise (calls) take the arguments by reference: a
-     reference to the parameter made every thread copy all 192 bytes of
-     it to local memory first (24 stores a thread, 37 MB a batch of 256
-     x 3 blocks); one copy in shared memory serves the block */
-  __shared__ Args sA;
-  /* F_KFAST: the threads' lists, kth_key's histogram, the slots' counts */
-#if MS_BINS_ON
-  /* (or F_PB_STATS: the block's bins and the keys above the anchor) */
-  __shared__ union {
-    struct { u32 tk[(MS_TOP4 + 1) * MS_ST]; i32 ti[MS_TOP4 * MS_ST]; } kf;
-    struct { u32 c[MS_PB_NB], above[MS_PB_ABOVE]; } pb;
-  } s_x;
-  __shared__ PbStats s_pb;
-  __shared__ u32 s_nab;
-  u32 *const s_tk = s_x.kf.tk;
-  i32 *const s_ti = s_x.kf.ti;
-#else
-  __shared__ u32 s_tk[(MS_TOP4 + 1) * MS_ST];   /* (row MS_TOP4: the threads' fifths) */
-  __shared__ i32 s_ti[MS_TOP4 * MS_ST];
-#endif
-  __shared__ u32 s_kth[MS_KTH_BINS];
-  __shared__ u32 s_n;
-  const i32 r = blockIdx.x, c = blockIdx.y;
-  if (threadIdx.x == 0) sA = A_;
-  row_to_shared(&sR, A_, r);
-  __syncthreads();
-  const Args &A = sA;
-  const Row &R = sR;
-  Sel *Q = (Sel *)A.sel + r;
-  if (R.status != 0) return;
-  i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
-  if (beg > end) beg = end;
-  const int kfast = (R.flags & F_KFAST) && R.top_k <= MS_KFAST_MAX;
-  const i32 slot = MS_KSLOTS / A.n_parts;
-#if MS_BINS_ON
-  /* F_PB_STATS, on a row read as it is (ms__cuda_pack sets it only so) */
-  const int pbs = !kfast && (R.flags & F_PB_STATS) && !(R.flags & (F_WORK | F_RAW_LSE | F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN));
-  if (pbs) pb_stats_begin(A, R, r, s_x.pb.c, s_x.pb.above, &s_nab, &s_pb);
-  Part p = pbs ? row_stats_pb(A, r, beg, end, &s_pb) : row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
-  if (pbs) pb_stats_block(A, Q, r, s_x.pb.c, s_x.pb.above, &s_nab);
-#else
-  Part p = row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
-#endif
-  /* F_KFAST: the block's candidates into its slot of Sel.hist / Sel.tsum
-     (scratch until the last block clears hist), their count in p.pad */
-  if (kfast) p.pad = kfast_block(s_tk, s_ti, (u32 *)Q->hist + c * slot, (i32 *)Q->tsum + c * slot, slot, (u32)R.top_k, s_kth, &s_n);
+#if MS_IN_UNIT(2) || MS_IN_UNIT(8)
+/* A row whose statistics count top_p's bins: ms_k_pbstats's, not
+   ms_k_stats's (ms__cuda_pack sets F_PB_STATS only on a row read as it
+   is, without a small top_k: the test keeps the two kernels' rows apart
+   whatever the flags). */
+__device__ __forceinline__ bool pb_stats_row(const Row &R) {
+  return (R.flags & F_PB_STATS) && !(R.flags & (F_KFAST | F_WORK | F_RAW_LSE | F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN));
+}
+/* The end of the statistics in every block of ms_k_stats and
+   ms_k_pbstats: the block's partial p into the row's list; the row's
+   last block to arrive (returns 1, *t the row's statistics in every
+   thread) readies the row's Sel for the passes and writes the result of
+   a greedy F_END row, or of a row that cannot be sampled. */
+__device__ __forceinline__ int stats_close(const Args &A, const Row &R, Sel *Q, i32 r, i32 c, Part p, i32 *s_last, Part *t_out) {
   Part *pp = (Part *)A.parts + (u64)r * (u64)A.n_parts;
   if (threadIdx.x == 0) {
     pp[c] = p;
     __threadfence();   /* the partial before the count that announces it */
-    s_last = atomicAdd(&Q->stats_arrived, 1) == A.n_parts - 1;
+    *s_last = atomicAdd(&Q->stats_arrived, 1) == A.n_parts - 1;
   }
   __syncthreads();
-  if (!s_last) return;
+  if (!*s_last) return 0;
   const Part t = combine_parts(pp, A.n_parts);
   if (threadIdx.x == 0) {
     Q->P = t;
@@ -1964,13 +1932,92 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
     const int greedy = (R.flags & F_GREEDY) != 0;
     if ((R.flags & F_END) && (greedy || st)) put_result(A, R, r, greedy ? t.am : -1, st, 0.0f, 0, 0, greedy && !st, row_pos(A, R), 1);
   }
-#if MS_BINS_ON
-  if (pbs) pb_stats_finish(A, R, Q, r, t.m, part_status(t), s_pb.a, s_x.pb.c);
+  *t_out = t;
+  return 1;
+}
 #endif
+
+#if MS_IN_UNIT(2)
+/* Block (r, c) computes the statistics of chunk c of row r; the last
+   block of the row to finish combines the n_parts partials into the
+   row's Sel, readies it for ms_k_pass and writes the result of a greedy
+   F_END row. (256, 6): at most 40
+   registers, so 6 blocks share an SM; at 64 only 4 did, and this
+   memory-bound pass wants every warp it can get. Rows whose statistics
+   count top_p's bins (pb_stats_row) are ms_k_pbstats's. */
+extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
+  ms_pdl_start();
+  __shared__ i32 s_last;
+  __shared__ Row sR;
+  /* row_stats and pointwise (calls) take the arguments by reference: a
+     reference to the parameter made every thread copy all 192 bytes of
+     it to local memory first (24 stores a thread, 37 MB a batch of 256
+     x 3 blocks); one copy in shared memory serves the block */
+  __shared__ Args sA;
+  /* F_KFAST: the threads' lists, kth_key's histogram, the slots' counts */
+  __shared__ u32 s_tk[(MS_TOP4 + 1) * MS_ST];   /* (row MS_TOP4: the threads' fifths) */
+  __shared__ i32 s_ti[MS_TOP4 * MS_ST];
+  __shared__ u32 s_kth[MS_KTH_BINS];
+  __shared__ u32 s_n;
+  const i32 r = blockIdx.x, c = blockIdx.y;
+  if (threadIdx.x == 0) sA = A_;
+  row_to_shared(&sR, A_, r);
+  __syncthreads();
+  const Args &A = sA;
+  const Row &R = sR;
+  Sel *Q = (Sel *)A.sel + r;
+  if (R.status != 0 || pb_stats_row(R)) return;
+  i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
+  if (beg > end) beg = end;
+  const int kfast = (R.flags & F_KFAST) && R.top_k <= MS_KFAST_MAX;
+  const i32 slot = MS_KSLOTS / A.n_parts;
+  Part p = row_stats(A, R, r, beg, end, kfast ? s_tk : (u32 *)0, s_ti);
+  /* F_KFAST: the block's candidates into its slot of Sel.hist / Sel.tsum
+     (scratch until the last block clears hist), their count in p.pad */
+  if (kfast) p.pad = kfast_block(s_tk, s_ti, (u32 *)Q->hist + c * slot, (i32 *)Q->tsum + c * slot, slot, (u32)R.top_k, s_kth, &s_n);
+  Part t;
+  if (!stats_close(A, R, Q, r, c, p, &s_last, &t)) return;
   /* (F_KFAST: ms_k_tail reads the blocks' lists, kfast_row, then zeroes
      hist; in this kernel kfast_row made its program the largest to
      compile, 1.14 s against 0.92 without, one core) */
   if (!(kfast && !part_status(t))) for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
+}
+#endif
+
+#if MS_BINS_ON && MS_IN_UNIT(8)
+/* ms_k_stats for the rows whose statistics count top_p's bins
+   (F_PB_STATS, pb_stats_row), the others returning at once: a kernel of
+   its own, in a program of its own, since inside ms_k_stats the bins'
+   code made that program compile in 2.0-2.3 s where it takes 0.9 without
+   (one core; the cold compile waits for the largest program). Launched
+   only when some row has F_PB_STATS, beside ms_k_stats when some other
+   row does not. */
+extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_pbstats(Args A_) {
+  ms_pdl_start();
+  __shared__ i32 s_last;
+  __shared__ Row sR;
+  __shared__ Args sA;   /* (as in ms_k_stats) */
+  __shared__ u32 s_c[MS_PB_NB], s_above[MS_PB_ABOVE];   /* the block's bins and the keys above the anchor */
+  __shared__ PbStats s_pb;
+  __shared__ u32 s_nab;
+  const i32 r = blockIdx.x, c = blockIdx.y;
+  if (threadIdx.x == 0) sA = A_;
+  row_to_shared(&sR, A_, r);
+  __syncthreads();
+  const Args &A = sA;
+  const Row &R = sR;
+  Sel *Q = (Sel *)A.sel + r;
+  if (R.status != 0 || !pb_stats_row(R)) return;
+  i32 beg = c * A.chunk, end = min(A.vocab, beg + A.chunk);
+  if (beg > end) beg = end;
+  pb_stats_begin(A, R, r, s_c, s_above, &s_nab, &s_pb);
+  const Part p = row_stats_pb(A, r, beg, end, &s_pb);
+  pb_stats_block(A, Q, r, s_c, s_above, &s_nab);
+  Part t;
+  if (!stats_close(A, R, Q, r, c, p, &s_last, &t)) return;
+  pb_stats_finish(A, R, Q, r, t.m, part_status(t), s_pb.a, s_c);
+  /* (after the finish: it reads the row's bins from hist) */
+  for (i32 b = threadIdx.x; b < MS_BINS; b += blockDim.x) Q->hist[b] = 0ull;
 }
 #endif
 
@@ -2219,7 +2266,7 @@ __device__ MS_BLOCK_FN void end_draw(const Args &A, const Row &R, i32 r, const S
 }
 
 
-#if MS_BINS_ON
+#if MS_BINS_ON && MS_IN_UNIT(9)
 /* P_PGATHER: the logits l (ids i) in [k_lo, k_hi) among the calling warp's
    32 elements appended to the row's list as keys (one atomic a warp).
    Every lane of the warp calls. */
@@ -2348,7 +2395,7 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
 /* Whether row r has nothing left to do in pass ps (every block of the
    row alike), read before its parameters are copied: most of a row's
    later launches find it decided (a small top_k's count and top_p passes,
-   a decided top_p's sums). ms_k_pass and ms_k_sums. */
+   a decided top_p's sums). The passes' kernels. */
 __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
   if (Q->status != 0) return true;
   if (ps >= P_COUNT && ps <= P_COUNT + 2 && Q->cdone) return true;
@@ -2359,7 +2406,7 @@ __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
   return false;
 }
 
-/* A block of ms_k_pass or ms_k_sums: chunk [beg, end) of its row. */
+/* A block of a pass's kernel: chunk [beg, end) of its row. */
 struct PassBlock { i32 beg, end; const float *src; float M, S; int greedy; };
 /* The start of both: the row's parameters into sR and the block's chunk;
    false when the row has nothing to do in this pass (every block of the
@@ -2392,23 +2439,20 @@ __device__ __forceinline__ bool pass_begin(const Args &A, Sel *Q, Row *sR, PassB
 #endif
 
 #if MS_IN_UNIT(4)
-/* The draw's pass (Args.pass P_SUMS, or P_PGATHER after top_p's bins):
-   block (r, c) stores the tile sums of the kept weight in chunk c of row
-   r; the last block of the row to finish draws an F_END row. A kernel of
-   its own (not a case of ms_k_pass) so that NVRTC compiles it beside
-   ms_k_pass: the cold compile waits for the largest program. */
+/* The draw's pass (Args.pass P_SUMS): block (r, c) stores the tile sums
+   of the kept weight in chunk c of row r; the last block of the row to
+   finish draws an F_END row. A kernel of its own (not a case of
+   ms_k_pass) so that NVRTC compiles it beside ms_k_pass: the cold
+   compile waits for the largest program. */
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args A) {
   ms_pdl_start();
-  __shared__ union { double d[MS_BINS]; u32 u[MS_BINS]; } sh;   /* (pgather_finish's scratch) */
+  __shared__ double sh[MS_BINS];   /* (end_draw's tile sums) */
   __shared__ i32 s_last;
-#if MS_BINS_ON
-  __shared__ i32 s_n;
-#endif
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
   const i32 r = blockIdx.x, tid = threadIdx.x;
   Sel *Q = (Sel *)A.sel + r;
-  const i32 pass = A.pass, V = A.vocab;
+  const i32 V = A.vocab;
   PassBlock pb;
   if (!pass_begin(A, Q, &sR, &pb)) return;
   const Row &R = sR;
@@ -2416,27 +2460,62 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   const i32 beg = pb.beg, end = pb.end;
   const float *src = pb.src;
   const float M = pb.M, S = pb.S;
-  /* P_PGATHER: a top_p row whose bins gave a range (P_PBIN) sums the
-     tiles of the keys above the range, lists the range's and adds up the
-     exact masses */
-  const int pg = MS_BINS_ON && pass == P_PGATHER;
   const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
-  if (pg ? (greedy || !Q->pbins || Q->cand || Q->pdone) : (greedy && !lp_proc)) return;
+  if (greedy && !lp_proc) return;
   if (Q->cand || (R.flags & F_LLAMA)) return;   /* ms_k_row resolves it from the candidates, or its list */
-  if (Q->sums_done) return;   /* P_PGATHER summed the tiles (and drew an F_END row) */
-  const u32 k_lo = pg ? Q->pk_lo : 0u, span = pg ? Q->pk_hi - k_lo : 0u, k_hi = k_lo + span;
-  u32 theta = greedy ? MS_KEY_NEG_INF + 1u : pg ? max(k_hi, (R.flags & F_HF) ? Q->t_minp : 0u) : sel_theta(R, Q);
+  if (Q->sums_done) return;   /* ms_k_pgather summed the tiles (and drew an F_END row) */
+  const u32 theta = greedy ? MS_KEY_NEG_INF + 1u : sel_theta(R, Q);
   const i32 E = tile_e(V), TILE = 32 * E;
   /* beg is a multiple of TILE unless the chunk lies past the row's end */
   const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
   const i32 cut = Q->cut;
-#if MS_BINS_ON
-  const u32 lower = pg ? sel_t1(R, Q) : 0u;
+  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; });
+  if (!(R.flags & F_END)) return;
+  /* the last block to finish draws an F_END row (ms_k_row's draw, on the
+     same tile sums) */
+  __threadfence();   /* this block's tile sums before the count that announces them */
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+  __syncthreads();
+  if (!s_last) return;
+  if (tid == 0) Q->arrived = 0;
+  end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
+}
+#endif
+
+#if MS_BINS_ON && MS_IN_UNIT(9)
+/* P_PGATHER (after top_p's bins gave a row a range of keys, P_PBIN's or
+   the statistics'): block (r, c) stores the tile sums of the keys above
+   the range in chunk c, lists the range's keys and adds up the exact
+   masses; the row's last block selects the threshold on the list
+   (pgather_finish) and draws an F_END row. A kernel of its own, in a
+   program of its own: as a case of ms_k_sums it made that program
+   compile in 1.65 s where it takes 0.6 without (one core). */
+extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pgather(Args A) {
+  ms_pdl_start();
+  __shared__ double sh[MS_BINS];   /* (pgather_finish's scratch, end_draw's tile sums) */
+  __shared__ i32 s_last, s_n;
+  __shared__ Row sR;
+  __shared__ DrawSh s_draw;
+  const i32 r = blockIdx.x, tid = threadIdx.x;
+  Sel *Q = (Sel *)A.sel + r;
+  const i32 V = A.vocab;
+  PassBlock pb;
+  if (!pass_begin(A, Q, &sR, &pb)) return;   /* (A.pass is P_PGATHER: pass_skips) */
+  const Row &R = sR;
+  if (pb.greedy || !Q->pbins || Q->cand || Q->pdone || (R.flags & F_LLAMA) || Q->sums_done) return;
+  const i32 beg = pb.beg, end = pb.end;
+  const float *src = pb.src;
+  const float M = pb.M, S = pb.S;
+  const u32 k_lo = Q->pk_lo, k_hi = Q->pk_hi;
+  u32 theta = max(k_hi, (R.flags & F_HF) ? Q->t_minp : 0u);
+  const i32 E = tile_e(V), TILE = 32 * E;
+  const i32 t_end = (end + TILE - 1) / TILE, t_beg = beg < end ? beg / TILE : t_end;
+  const i32 cut = Q->cut;
+  const u32 lower = sel_t1(R, Q);
   u32 *ck = (u32 *)A.pcand + (u64)r * (2u * MS_PCAND);
   u64 z = 0ull, a = 0ull;
-#endif
-#if MS_BINS_ON
-  if (pg) {
+  {
     /* the tiles' exact integer masses (fxw) of the keys >= theta, Z's
        (keys >= lower) and the mass above the range (keys >= k_hi), the
        range's keys listed; every comparison on the floats (kept_floats) */
@@ -2447,30 +2526,20 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
     kept_floats(k_hi, &hi_f, &unused);
     PgatherWeigh w = { Q, ck, (i32 *)(ck + MS_PCAND), &z, &a, M, S, lower_f, lo_f, hi_f, thf, thu, cut };
     tile_pass<u64, 2>(src, V, t_beg, t_end, E, cut, thf, thu, w, [&](i32 t, u64 v) { Q->tsum[t] = (double)v * (1.0 / MS_FX); });
-  } else
-#endif
-  tile_sums(src, V, t_beg, t_end, E, theta, cut, M, S, [&](i32 t, double v) { Q->tsum[t] = v; });
-#if MS_BINS_ON
-  if (pg) {
-    u64 zt, at;
-    bscan_excl(z, &zt);
-    bscan_excl(a, &at);
-    if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
   }
-#endif
-  if (!pg && !(R.flags & F_END)) return;
-  /* the last block to finish decides (P_PGATHER) and draws an F_END row
-     (ms_k_row's draw, on the same tile sums) */
+  u64 zt, at;
+  bscan_excl(z, &zt);
+  bscan_excl(a, &at);
+  if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
+  /* the last block to finish decides, and draws an F_END row */
   __threadfence();   /* this block's tile sums before the count that announces them */
   __syncthreads();
   if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
   __syncthreads();
   if (!s_last) return;
   if (tid == 0) Q->arrived = 0;
-#if MS_BINS_ON
-  if (pg && !(theta = pgather_finish(A.pcand, R, Q, r, V, M, S, lower, sh.d, &s_n))) return;
-#endif
-  if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh.d, &s_draw);
+  if (!(theta = pgather_finish(A.pcand, R, Q, r, V, M, S, lower, sh, &s_n))) return;
+  if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
 }
 #endif
 
@@ -2484,7 +2553,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
    not concern return at once, all their blocks alike. */
 extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args A) {
   ms_pdl_start();
-  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; u32 n4[2 * MS_BINS]; } sh;
+  __shared__ union { u32 u[MS_BINS]; double d[MS_BINS]; struct { u32 lo[MS_BINS], hi[MS_BINS]; } fx; } sh;
   __shared__ i32 s_last;
   __shared__ Row sR;
   const i32 r = blockIdx.x, tid = threadIdx.x;
@@ -2505,83 +2574,39 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     return;
   }
 
-  /* the radix passes, and P_PBIN (counts in other bins) */
-  const int joint = (R.flags & F_JOINT) != 0, pbin = MS_BINS_ON && pass == P_PBIN;
+  /* the radix passes */
+  const int joint = (R.flags & F_JOINT) != 0;
   /* top_k's candidates finish the selection in ms_k_row, which has
      neither SGLang's position cut nor HF's epsilon and eta */
   const int no_cand = joint || R.eps_cut > 0.0f || R.eta_cut > 0.0f;
   const int count = pass < P_MASS;
-  const i32 j = pbin ? 0 : pass - (count ? P_COUNT : P_MASS);
+  const i32 j = pass - (count ? P_COUNT : P_MASS);
   if (greedy || j < 0 || j > 2) return;
   if (count ? (R.top_k <= 0 || Q->cdone) : (!(R.top_p < 1.0f) || Q->pdone || Q->cand)) return;
-  if (pbin && (!(R.flags & F_TOPP_BINS) || (R.flags & F_PB_STATS) || sel_t1(R, Q) > fkey(M))) return;   /* (F_PB_STATS: the statistics counted them) */
   const int shift = j == 0 ? 21 : j == 1 ? 10 : 0;
   const i32 nb = j == 2 ? 1024 : 2048;
   const u32 lower = j > 0 ? Q->lower : count ? sel_lower(R, Q) : sel_t1(R, Q);
   const u32 prefix = j > 0 ? Q->prefix : 0u, pm = j > 0 ? Q->pm : 0u;
-  const i32 nh = pbin ? 2 * MS_BINS : nb;   /* (P_PBIN: MS_PB_NB counts) */
-  u32 *const hc = pbin ? sh.n4 : sh.u;
-  for (i32 b = tid; b < nh; b += blockDim.x) { if (count || pbin) hc[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
+  for (i32 b = tid; b < nb; b += blockDim.x) { if (count) sh.u[b] = 0u; else sh.fx.lo[b] = sh.fx.hi[b] = 0u; }
   __syncthreads();
-  u32 far = 0u;   /* P_PBIN: the last bin's count (16 or more below the max: most of a peaked row), in registers */
-#if MS_BINS_ON
-  if (pbin) {
-    float lower_f, unused;
-    kept_floats(lower, &lower_f, &unused);
-    row_for<4>(src, beg, end, [&](i32, float l) {
-      if (l >= lower_f) {
-        const i32 b = topp_bin(l, M, S);
-        if (b == 0) far++; else atomicAdd(&hc[b], 1u);
-      }
-    });
-  } else
-#endif
   row_for<4>(src, beg, end, [&](i32, float l) {
     const u32 key = fkey(l);
     if (key >= lower && (key & pm) == prefix) {
       const i32 b = (i32)((key >> shift) & (u32)(nb - 1));
-      if (count) atomicAdd(&hc[b], 1u);
+      if (count) atomicAdd(&sh.u[b], 1u);
       else fx_add(sh.fx.lo, sh.fx.hi, b, fxw(l, M, S));
     }
   });
-  if (pbin) {
-    far = bsum_u(far);   /* (syncs) */
-    if (tid == 0) hc[0] += far;
-  }
   __syncthreads();
-  if (pbin) {
-    for (i32 b = tid; b < nh; b += blockDim.x) if (hc[b]) atomicAdd((u32 *)Q->hist + b, hc[b]);
-  } else {
-    for (i32 b = tid; b < nb; b += blockDim.x) {
-      const u64 v = count ? (u64)sh.u[b] : fx_get(sh.fx.lo, sh.fx.hi, b);
-      if (v) atomicAdd((unsigned long long *)&Q->hist[b], (unsigned long long)v);
-    }
+  for (i32 b = tid; b < nb; b += blockDim.x) {
+    const u64 v = count ? (u64)sh.u[b] : fx_get(sh.fx.lo, sh.fx.hi, b);
+    if (v) atomicAdd((unsigned long long *)&Q->hist[b], (unsigned long long)v);
   }
   __threadfence();   /* this block's bins before the count that announces them */
   __syncthreads();
   if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
   __syncthreads();
   if (!s_last) return;
-#if MS_BINS_ON
-  if (pbin) {   /* the keys that may hold the threshold, for P_PGATHER */
-    u32 *gc = (u32 *)Q->hist;
-    u32 v[MS_PB_NB / MS_ST];
-#pragma unroll
-    for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) v[q] = __ldcg(gc + tid + q * MS_ST);
-#pragma unroll
-    for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) { sh.n4[tid + q * MS_ST] = v[q]; gc[tid + q * MS_ST] = 0u; }
-    __syncthreads();
-    i32 b_lo, b_hi;
-    const u32 n = pb_window(sh.n4, R.top_p, 0.0, 0u, 0.0, &b_lo, &b_hi);
-    if (tid == 0) {
-      const u32 kmax = fkey(M);
-      Q->pk_lo = topp_key(lower, kmax, b_lo, M, S);
-      Q->pk_hi = b_hi >= MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
-      Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; Q->arrived = 0;
-    }
-    return;
-  }
-#endif
 
   /* the last block: the row's histogram is complete (the last pass of
      an F_JOINT top_p row keeps it until the bin's integer mass is read) */
@@ -2652,6 +2677,70 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
         else { Q->prest = rest; Q->praw = raw_b; }
       }
     }
+  }
+}
+#endif
+
+#if MS_BINS_ON && MS_IN_UNIT(10)
+/* P_PBIN, top_p's bins of an F_TOPP_BINS row the statistics did not
+   count (F_PB_STATS), before the radix passes: block (r, c) counts the
+   keys >= the row's lower bound in chunk c into MS_PB_NB bins of the
+   scaled distance below the max (topp_bin), added into Sel.hist; the
+   row's last block finds the bins that may hold the threshold
+   (pb_window) and their keys' range for P_PGATHER. A kernel of its own,
+   in a program of its own: as a case of ms_k_pass it made that program
+   compile in 1.15 s where it takes 0.6 without (one core). */
+extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pbin(Args A) {
+  ms_pdl_start();
+  __shared__ u32 hc[MS_PB_NB];
+  __shared__ i32 s_last;
+  __shared__ Row sR;
+  const i32 r = blockIdx.x, tid = threadIdx.x;
+  Sel *Q = (Sel *)A.sel + r;
+  PassBlock pb;
+  if (!pass_begin(A, Q, &sR, &pb)) return;   /* (A.pass is P_PBIN: pass_skips) */
+  const Row &R = sR;
+  const float *src = pb.src;
+  const float M = pb.M, S = pb.S;
+  if (pb.greedy || !(R.top_p < 1.0f) || Q->pdone || Q->cand) return;
+  /* (F_PB_STATS: the statistics counted them) */
+  if (!(R.flags & F_TOPP_BINS) || (R.flags & F_PB_STATS) || sel_t1(R, Q) > fkey(M)) return;
+  const u32 lower = sel_t1(R, Q);
+  for (i32 b = tid; b < MS_PB_NB; b += blockDim.x) hc[b] = 0u;
+  __syncthreads();
+  u32 far = 0u;   /* the last bin's count (16 or more below the max: most of a peaked row), in registers */
+  float lower_f, unused;
+  kept_floats(lower, &lower_f, &unused);
+  row_for<4>(src, pb.beg, pb.end, [&](i32, float l) {
+    if (l >= lower_f) {
+      const i32 b = topp_bin(l, M, S);
+      if (b == 0) far++; else atomicAdd(&hc[b], 1u);
+    }
+  });
+  far = bsum_u(far);   /* (syncs) */
+  if (tid == 0) hc[0] += far;
+  __syncthreads();
+  for (i32 b = tid; b < MS_PB_NB; b += blockDim.x) if (hc[b]) atomicAdd((u32 *)Q->hist + b, hc[b]);
+  __threadfence();   /* this block's bins before the count that announces them */
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
+  __syncthreads();
+  if (!s_last) return;
+  /* the keys that may hold the threshold, for P_PGATHER */
+  u32 *gc = (u32 *)Q->hist;
+  u32 v[MS_PB_NB / MS_ST];
+#pragma unroll
+  for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) v[q] = __ldcg(gc + tid + q * MS_ST);
+#pragma unroll
+  for (i32 q = 0; q < MS_PB_NB / MS_ST; q++) { hc[tid + q * MS_ST] = v[q]; gc[tid + q * MS_ST] = 0u; }
+  __syncthreads();
+  i32 b_lo, b_hi;
+  const u32 n = pb_window(hc, R.top_p, 0.0, 0u, 0.0, &b_lo, &b_hi);
+  if (tid == 0) {
+    const u32 kmax = fkey(M);
+    Q->pk_lo = topp_key(lower, kmax, b_lo, M, S);
+    Q->pk_hi = b_hi >= MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
+    Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; Q->arrived = 0;
   }
 }
 #endif

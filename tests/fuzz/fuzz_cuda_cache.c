@@ -20,21 +20,22 @@
 
 static const char *const KEY = "v0.1.0-nvrtc13.0-sm_90-src0123456789abcdef-optfedcba9876543210";
 
-/* The reader on the input as a file. */
-static void fuzz_reader(const uint8_t *data, size_t size) {
+/* The reader on the input as a file, for a build of n_units programs. */
+static void fuzz_reader(const uint8_t *data, size_t size, int n_units) {
   size_t len[MS__CU_UNITS], off[MS__CU_UNITS], total = 0, n = 0;
   char *units, want[512];
   int u;
   FILE *f = fmemopen((void *)data, size, "rb");
   if (!f) return;
-  units = ms__cu_read_cache_f(f, KEY, len, off, &total);
+  units = ms__cu_read_cache_f(f, KEY, n_units, len, off, &total);
   fclose(f);
   if (!units) return;
   /* accepted: the first line is this key's header, the units follow it */
-  ms__cu_cache_head(want, sizeof want, KEY, len);
+  ms__cu_cache_head(want, sizeof want, KEY, n_units, len);
   if (size < strlen(want) || memcmp(data, want, strlen(want)) != 0) abort();
   n = strlen(want);
-  for (u = 0; u < MS__CU_UNITS; u++) {
+  for (u = n_units; u < MS__CU_UNITS; u++) if (len[u] != 0) abort();   /* (not the build's) */
+  for (u = 0; u < n_units; u++) {
     if (len[u] == 0 || off[u] + len[u] > total || off[u] % 16 != 0) abort();
     if (u > 0 && off[u] < off[u - 1] + len[u - 1]) abort();
     if (n + len[u] > size || memcmp(units + off[u], data + n, len[u]) != 0) abort();
@@ -49,8 +50,9 @@ static void fuzz_round_trip(const uint8_t *data, size_t size) {
   char key[80], file[160];
   size_t len[MS__CU_UNITS], off[MS__CU_UNITS], len2[MS__CU_UNITS], off2[MS__CU_UNITS], total, total2 = 0, pos = 0;
   char *buf, *back;
-  int u, i;
+  int u, i, n_units;
   if (size < 8) return;
+  n_units = ms__cu_n_units(data[size - 1] & 1);
   if (!dir[0]) {
     snprintf(dir, sizeof dir, "/tmp/ms-fuzz-cache-XXXXXX");
     if (!mkdtemp(dir)) abort();
@@ -58,21 +60,24 @@ static void fuzz_round_trip(const uint8_t *data, size_t size) {
   /* a key of printable non-space characters (as the real keys are) */
   for (i = 0; i < 24; i++) key[i] = (char)('!' + data[i % size] % 94);
   key[i] = 0;
-  for (u = 0; u < MS__CU_UNITS; u++) len[u] = 1 + data[(size_t)u % size] % 64;
+  for (u = 0; u < MS__CU_UNITS; u++) len[u] = u < n_units ? 1 + data[(size_t)u % size] % 64 : 0;
   total = ms__cu_layout(len, off);
   buf = (char *)calloc(1, total);
   if (!buf) return;
   for (u = 0; u < MS__CU_UNITS; u++)
     for (i = 0; i < (int)len[u]; i++) buf[off[u] + (size_t)i] = (char)data[pos++ % size];
   snprintf(file, sizeof file, "%s/cuda-round-trip.bin", dir);
-  ms__cu_write_cache(dir, file, key, buf, len, off);
-  back = ms__cu_read_cache(file, key, len2, off2, &total2);
+  ms__cu_write_cache(dir, file, key, n_units, buf, len, off);
+  back = ms__cu_read_cache(file, key, n_units, len2, off2, &total2);
   if (!back) abort();
   for (u = 0; u < MS__CU_UNITS; u++)
     if (len2[u] != len[u] || off2[u] != off[u] || memcmp(back + off2[u], buf + off[u], len[u]) != 0) abort();
   /* another key never reads it */
   key[0] = key[0] == '!' ? '"' : '!';
-  if (ms__cu_read_cache(file, key, len2, off2, &total2)) abort();
+  if (ms__cu_read_cache(file, key, n_units, len2, off2, &total2)) abort();
+  /* nor does the other build (a count of units other than the file's) */
+  key[0] = key[0] == '!' ? '"' : '!';
+  if (ms__cu_read_cache(file, key, ms__cu_n_units(n_units == MS__CU_BASE_UNITS), len2, off2, &total2)) abort();
   remove(file);
   MS__CU_FREE(back);
   free(buf);
@@ -126,7 +131,7 @@ static void fuzz_options(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   switch (data[0] % 4) {
-    case 0: fuzz_reader(data + 1, size - 1); break;
+    case 0: fuzz_reader(data + 1, size - 1, ms__cu_n_units((data[0] >> 2) & 1)); break;   /* (bit 2: a build with the bins) */
     case 1: fuzz_round_trip(data + 1, size - 1); break;
     case 2: fuzz_symbols(data + 1, size - 1); break;
     default: fuzz_options(data + 1, size - 1); break;
