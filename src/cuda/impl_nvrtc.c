@@ -71,6 +71,10 @@ static int ms__cu_unit_fast_ok(const char *const *opts, int n_opts, int rtc_majo
 }
 enum { MS__K_MASK, MS__K_STATS, MS__K_PASS, MS__K_ROW, MS__K_SEQ_PROMPT, MS__K_SEQ_ACCEPT, MS__K_TIES, MS__K_LIST, MS__K_EPS,
        MS__K_SUMS, MS__K_TAIL, MS__K_LP, MS__K_PBSTATS, MS__K_PGATHER, MS__K_PBIN, MS__K_COUNT_ };
+/* the tables agree: a name and a program per kernel, every kernel fits ms_cuda_compile_info */
+typedef char ms__cu_check_names[(sizeof ms__cu_kernel_names / sizeof ms__cu_kernel_names[0] == MS__K_COUNT_ + 1) ? 1 : -1];
+typedef char ms__cu_check_units[(sizeof ms__cu_kernel_unit / sizeof ms__cu_kernel_unit[0] == MS__K_COUNT_) ? 1 : -1];
+typedef char ms__cu_check_info[(MS__K_COUNT_ <= MS_CUDA_MAX_KERNELS) ? 1 : -1];
 
 /* NVRTC options besides the target: fixed, and part of the cache key. */
 static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
