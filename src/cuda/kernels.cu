@@ -1899,6 +1899,16 @@ __device__ __noinline__ void pb_stats_finish(const Args &A, const Row &R, Sel *Q
 __device__ __forceinline__ bool pb_stats_row(const Row &R) {
   return (R.flags & F_PB_STATS) && !(R.flags & (F_KFAST | F_WORK | F_RAW_LSE | F_MASK | F_BIAS | F_PEN | F_DECAY | F_LLPEN));
 }
+/* The start of both statistics kernels: the arguments and row r's
+   parameters into shared memory (row_stats and pointwise take them by
+   reference: a reference to the parameter made every thread copy all 192
+   bytes of it to local memory first, 24 stores a thread, 37 MB a batch
+   of 256 x 3 blocks; one copy in shared memory serves the block). */
+__device__ __forceinline__ void stats_begin(const Args &A_, Args *sA, Row *sR, i32 r) {
+  if (threadIdx.x == 0) *sA = A_;
+  row_to_shared(sR, A_, r);
+  __syncthreads();
+}
 /* The end of the statistics in every block of ms_k_stats and
    ms_k_pbstats: the block's partial p into the row's list; the row's
    last block to arrive (returns 1, *t the row's statistics in every
@@ -1949,20 +1959,14 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_stats(Args A_) {
   ms_pdl_start();
   __shared__ i32 s_last;
   __shared__ Row sR;
-  /* row_stats and pointwise (calls) take the arguments by reference: a
-     reference to the parameter made every thread copy all 192 bytes of
-     it to local memory first (24 stores a thread, 37 MB a batch of 256
-     x 3 blocks); one copy in shared memory serves the block */
-  __shared__ Args sA;
+  __shared__ Args sA;   /* (stats_begin) */
   /* F_KFAST: the threads' lists, kth_key's histogram, the slots' counts */
   __shared__ u32 s_tk[(MS_TOP4 + 1) * MS_ST];   /* (row MS_TOP4: the threads' fifths) */
   __shared__ i32 s_ti[MS_TOP4 * MS_ST];
   __shared__ u32 s_kth[MS_KTH_BINS];
   __shared__ u32 s_n;
   const i32 r = blockIdx.x, c = blockIdx.y;
-  if (threadIdx.x == 0) sA = A_;
-  row_to_shared(&sR, A_, r);
-  __syncthreads();
+  stats_begin(A_, &sA, &sR, r);
   const Args &A = sA;
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -1996,14 +2000,12 @@ extern "C" __global__ void __launch_bounds__(MS_ST, 6) ms_k_pbstats(Args A_) {
   ms_pdl_start();
   __shared__ i32 s_last;
   __shared__ Row sR;
-  __shared__ Args sA;   /* (as in ms_k_stats) */
+  __shared__ Args sA;   /* (stats_begin) */
   __shared__ u32 s_c[MS_PB_NB], s_above[MS_PB_ABOVE];   /* the block's bins and the keys above the anchor */
   __shared__ PbStats s_pb;
   __shared__ u32 s_nab;
   const i32 r = blockIdx.x, c = blockIdx.y;
-  if (threadIdx.x == 0) sA = A_;
-  row_to_shared(&sR, A_, r);
-  __syncthreads();
+  stats_begin(A_, &sA, &sR, r);
   const Args &A = sA;
   const Row &R = sR;
   Sel *Q = (Sel *)A.sel + r;
@@ -2406,6 +2408,18 @@ __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
   return false;
 }
 
+/* Whether this block is the last of its row's n_parts blocks to arrive
+   at the end of a pass (Sel.arrived), which then finishes the row: the
+   block's writes are made visible before its arrival is counted. Every
+   thread calls; s_last: a shared word. */
+__device__ __forceinline__ bool last_to_arrive(Sel *Q, i32 n_parts, i32 *s_last) {
+  __threadfence();   /* this block's results before the count that announces them */
+  __syncthreads();
+  if (threadIdx.x == 0) *s_last = atomicAdd(&Q->arrived, 1) == n_parts - 1;
+  __syncthreads();
+  return *s_last != 0;
+}
+
 /* A block of a pass's kernel: chunk [beg, end) of its row. */
 struct PassBlock { i32 beg, end; const float *src; float M, S; int greedy; };
 /* The start of both: the row's parameters into sR and the block's chunk;
@@ -2473,11 +2487,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   if (!(R.flags & F_END)) return;
   /* the last block to finish draws an F_END row (ms_k_row's draw, on the
      same tile sums) */
-  __threadfence();   /* this block's tile sums before the count that announces them */
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tile sums first) */
   if (tid == 0) Q->arrived = 0;
   end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
 }
@@ -2532,11 +2542,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pgather(A
   bscan_excl(a, &at);
   if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
   /* the last block to finish decides, and draws an F_END row */
-  __threadfence();   /* this block's tile sums before the count that announces them */
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tile sums first) */
   if (tid == 0) Q->arrived = 0;
   if (!(theta = pgather_finish(A.pcand, R, Q, r, V, M, S, lower, sh, &s_n))) return;
   if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
@@ -2602,11 +2608,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     const u64 v = count ? (u64)sh.u[b] : fx_get(sh.fx.lo, sh.fx.hi, b);
     if (v) atomicAdd((unsigned long long *)&Q->hist[b], (unsigned long long)v);
   }
-  __threadfence();   /* this block's bins before the count that announces them */
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's bins first) */
 
   /* the last block: the row's histogram is complete (the last pass of
      an F_JOINT top_p row keeps it until the bin's integer mass is read) */
@@ -2721,11 +2723,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pbin(Args
   if (tid == 0) hc[0] += far;
   __syncthreads();
   for (i32 b = tid; b < MS_PB_NB; b += blockDim.x) if (hc[b]) atomicAdd((u32 *)Q->hist + b, hc[b]);
-  __threadfence();   /* this block's bins before the count that announces them */
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's bins first) */
   /* the keys that may hold the threshold, for P_PGATHER */
   u32 *gc = (u32 *)Q->hist;
   u32 v[MS_PB_NB / MS_ST];
@@ -2797,11 +2795,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
     n = warp_sum(n);
     if (lane == 0) tc[t] = n;
   }
-  __threadfence();   /* this block's counts before the count that announces them */
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's counts first) */
   const i32 nt = (V + TILE - 1) / TILE, per = (nt + (i32)blockDim.x - 1) / (i32)blockDim.x;
   const volatile u32 *gc = tc;
   u32 run = 0u, total;
@@ -2889,11 +2883,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
     sy = warp_sum(sy);
     if (lane == 0) { Q->tsum[t] = sw; if (eta) ty[t] = sy; }
   }
-  __threadfence();   /* this block's tiles before the count that announces them */
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&Q->arrived, 1) == A.n_parts - 1;
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tiles first) */
   const i32 per = (nt + (i32)blockDim.x - 1) / (i32)blockDim.x;
   double zw = 0.0, zy = 0.0;
   const volatile double *gw = Q->tsum, *gy = ty;
