@@ -89,7 +89,11 @@ MS__PRIVATE int32_t ms__chain_window(const ms__row *R, int32_t last_n, int32_t *
 }
 
 MS__FORCEINLINE float ms__chain_pen(const ms_params *p, float l, int32_t c) {
-  /* l <= 0 ? l * r : l / r, then l -= c * freq + (c > 0) * present */
+  /* l <= 0 ? l * r : l / r, then l -= c * freq + (c > 0) * present; -inf
+     (a masked id, or the model's) stays -inf: llama.cpp's arithmetic would
+     make it +inf for r < 0 and NaN for r = 0 (its samplers accept any r),
+     reviving a token a mask removed */
+  if (l == -INFINITY) return l;
   l = l <= 0.0f ? l * p->repetition_penalty : l / p->repetition_penalty;
   return l - ((float)c * p->frequency_penalty + (float)(c > 0) * p->presence_penalty);
 }

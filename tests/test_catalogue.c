@@ -202,6 +202,47 @@ TEST(test_llamacpp_penalty_window) {
   ms_seq_destroy(q);
 }
 
+/* A masked id (or a -inf logit) in the penalty window stays -inf whatever
+   the repetition penalty: llama.cpp accepts any r, and its arithmetic
+   would turn -inf into +inf for r < 0 (the row then an error, or the
+   banned token sampled) and into NaN for r = 0. The finite logits in the
+   window take the penalty as llama.cpp computes it. */
+TEST(test_llamacpp_penalty_keeps_masks) {
+  static const float rs[3] = { -2.0f, 0.0f, -1e30f };
+  ms_seq *q = NULL;
+  ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+  const int32_t hist[3] = { 3, 4, 5 };
+  const int32_t banned[1] = { 3 };
+  float x[V];
+  int i, k;
+  setup_row();
+  memcpy(x, g_x, sizeof x);
+  for (i = 0; i < V; i++) if (x[i] > 0.0f) x[i] = -x[i];   /* every logit <= 0: l * r */
+  x[4] = -INFINITY;                                          /* the model's -inf, in the window too */
+  p.temperature = 1.0f; p.top_k = 0; p.top_p = 1.0f; p.min_p = 0.0f;
+  p.penalty_last_n = -1;
+  p.samplers = "et";
+  p.banned_ids = banned; p.n_banned_ids = 1;
+  CHECK(ms_seq_create(&q, 32) == MS_OK && ms_seq_reset(q, hist, 3, V, &p, 0) == MS_OK);
+  for (k = 0; k < 3; k++) {
+    double z = 0.0, m = -INFINITY;
+    float want[V];
+    ms_output o;
+    p.repetition_penalty = rs[k];
+    for (i = 0; i < V; i++) {
+      want[i] = i == 3 ? -INFINITY : i == 5 ? x[i] * rs[k] : x[i];   /* (id 5: -0.25 r) */
+      if (want[i] > m) m = want[i];
+    }
+    for (i = 0; i < V; i++) z += exp((double)want[i] - m);
+    CHECK_EQ_INT(ms_probs(g_s, x, V, &p, q, g_probs), MS_OK);
+    for (i = 0; i < V; i++) CHECK_NEAR(g_probs[i], exp((double)want[i] - m) / z, 1e-6);
+    memset(&o, 0, sizeof o);
+    CHECK_EQ_INT(ms_sample(g_s, x, V, &p, q, &o), MS_OK);
+    CHECK(o.token != 3 && o.token != 4);
+  }
+  ms_seq_destroy(q);
+}
+
 /* -- DRY ------------------------------------------------------------------------ */
 TEST(test_llamacpp_dry_by_hand) {
   ms_seq *q = NULL;
@@ -307,6 +348,7 @@ int main(void) {
   RUN(test_hook_stages);
   RUN(test_budget_forces_end_sequence);
   RUN(test_llamacpp_penalty_window);
+  RUN(test_llamacpp_penalty_keeps_masks);
   RUN(test_llamacpp_dry_by_hand);
   RUN(test_llamacpp_temperature_last);
   ms_sampler_destroy(g_s);

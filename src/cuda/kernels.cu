@@ -641,7 +641,7 @@ __device__ __noinline__ float pointwise(const Args &A, const Row &R, i32 r, i32 
       const i32 mid = (lo + hi) >> 1;
       if (pl[2 * mid] < i) lo = mid + 1; else hi = mid;
     }
-    if (lo < R.ll_n_pen && pl[2 * lo] == i) {
+    if (lo < R.ll_n_pen && pl[2 * lo] == i && x != ms_neg_inf()) {   /* (-inf stays: ms__chain_pen) */
       x = x <= 0.0f ? __fmul_rn(x, R.repetition) : __fdiv_rn(x, R.repetition);
       x = __fsub_rn(x, __fadd_rn(__fmul_rn((float)pl[2 * lo + 1], R.frequency), R.presence));
     }
