@@ -2,7 +2,10 @@
    of the rows, every kernel) on the CPU emulator (tests/cuda_emu, built
    with the same sanitizers: build/cuda_emu/libcuda_emu_fuzz.so), against
    the CPU sampler. Any bytes become 1 to 3 rows of a vocabulary of 1 to
-   300 ids: each row's parameters as fuzz_sampler's (fuzz_params.h), its
+   300 ids: each row's parameters as fuzz_sampler's (fuzz_params.h; half
+   the time a row that fails validation gets its profile's default numbers
+   and its lists' ids folded into the row, so that more rows reach the
+   kernels: $FUZZ_CUDA_STATS prints how many did), its
    logits as scaled integers or raw float bits (NaN, Inf, subnormals), a
    device sequence (a prompt and an output) or none, and a choice of top_p
    path (radix or bins) and blocks per row. Invariants:
@@ -75,6 +78,13 @@ static void setup(void) {
   g_ready = 1;
 }
 
+/* Rows by outcome ($FUZZ_CUDA_STATS: printed at exit, to see what a corpus reaches). */
+static long g_rows[4];   /* refused by the GPU as unsupported, refused as the CPU, an error as the CPU's, sampled */
+static void print_stats(void) {
+  fprintf(stderr, "fuzz_cuda_sample: rows unsupported %ld, refused %ld, errors %ld, sampled and compared %ld\n",
+          g_rows[0], g_rows[1], g_rows[2], g_rows[3]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static float logits[MAXR * MAXV], probs[MAXR * MAXV], cprobs[MAXV];
@@ -89,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ms_cuda *cu;
   rd r = {data, size};
   int32_t V, R, i, k;
-  if (!g_ready) setup();
+  if (!g_ready) { setup(); if (getenv("FUZZ_CUDA_STATS")) atexit(print_stats); }
   if (g_ready < 0) return 0;
   cu = g_cu[take(&r, 1) & 3];
   V = 1 + (int32_t)(take(&r, 2) % MAXV);
@@ -97,6 +107,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (k = 0; k < R; k++) {
     ps[k] = ms_params_default();
     fuzz_take_params(&r, V, &ps[k], &L[k]);
+    if (take(&r, 1) & 1) {
+      /* most rows of wholly random numbers fail validation: half the time
+         such a row's numbers become its profile's defaults (its lists,
+         masks and sequence stay), so that more rows get to the kernels */
+      char msg[256];
+      if (ms_params_validate(&ps[k], V, msg, sizeof msg) != MS_OK) {
+        const ms_params d = ms_params_profile_default(ps[k].profile);
+        ms_params *p = &ps[k];
+        p->temperature = take(&r, 1) & 1 ? d.temperature : 0.0f;
+        p->top_k = d.top_k; p->top_p = d.top_p; p->min_p = d.min_p; p->typical_p = d.typical_p;
+        p->presence_penalty = d.presence_penalty; p->frequency_penalty = d.frequency_penalty;
+        p->repetition_penalty = d.repetition_penalty; p->epsilon_cutoff = d.epsilon_cutoff; p->eta_cutoff = d.eta_cutoff;
+        p->exp_decay_factor = d.exp_decay_factor; p->min_tokens_to_keep = d.min_tokens_to_keep;
+        p->top_n_sigma = d.top_n_sigma; p->xtc_probability = d.xtc_probability; p->dynatemp_range = d.dynatemp_range;
+        p->mirostat = d.mirostat; p->dry_multiplier = d.dry_multiplier; p->samplers = d.samplers;
+        p->no_repeat_ngram_size = d.no_repeat_ngram_size; p->budget_tokens = d.budget_tokens;
+        /* the lists' ids into the row */
+        for (i = 0; i < p->n_logit_bias; i++) L[k].bias[i].token = (int32_t)((uint32_t)L[k].bias[i].token % (uint32_t)V);
+        for (i = 0; i < p->n_logit_bias; i++) if (!(fabsf(L[k].bias[i].bias) <= 100.0f)) L[k].bias[i].bias = 1.0f;
+        for (i = 0; i < p->n_allowed_ids; i++) L[k].allowed[i] = (int32_t)((uint32_t)L[k].allowed[i] % (uint32_t)V);
+        for (i = 0; i < p->n_banned_ids; i++) L[k].banned[i] = (int32_t)((uint32_t)L[k].banned[i] % (uint32_t)V);
+        for (i = 0; i < p->n_stop_token_ids; i++) L[k].stops[i] = (int32_t)((uint32_t)L[k].stops[i] % (uint32_t)V);
+        for (i = 0; i < 8; i++) L[k].bw[i] = (int32_t)((uint32_t)L[k].bw[i] % (uint32_t)V);
+        if (p->eos_token_id >= V) p->eos_token_id = V - 1;
+        if (take(&r, 1) & 1) p->top_p = 0.9f;
+        if (take(&r, 1) & 1) p->top_k = 40;
+        if (take(&r, 1) & 1) p->min_p = 0.05f;
+      }
+    }
     pp[k] = &ps[k];
     n_prompt[k] = (int32_t)(take(&r, 1) % 17);
     n_output[k] = (int32_t)(take(&r, 1) % 17);
@@ -184,15 +223,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (i = 0; i < n_output[k]; i++) fprintf(stderr, " o%d", (int)output[k][i]);
       fprintf(stderr, "\n");
     }
-    if (row_rc[k] == MS_ERR_UNSUPPORTED) continue;   /* not on the GPU (yet): refused, never ignored */
+    if (row_rc[k] == MS_ERR_UNSUPPORTED) { g_rows[0]++; continue; }   /* not on the GPU (yet): refused, never ignored */
     if (row_rc[k] != MS_OK) {
       if (row_rc[k] != crc) FAIL("row %d: the GPU refused it with %s, the CPU says %s", (int)k, ms_result_str(row_rc[k]), ms_result_str(crc));
       if (out[k].token != -1) FAIL("row %d: refused, token %d", (int)k, (int)out[k].token);
+      g_rows[1]++;
       continue;
     }
     if ((ms_result)out[k].status != crc)
       FAIL("row %d: the GPU ends with %s, the CPU with %s", (int)k, ms_result_str((ms_result)out[k].status), ms_result_str(crc));
-    if (crc != MS_OK) { if (out[k].token != -1) FAIL("row %d: an error, token %d", (int)k, (int)out[k].token); continue; }
+    if (crc != MS_OK) { if (out[k].token != -1) FAIL("row %d: an error, token %d", (int)k, (int)out[k].token); g_rows[2]++; continue; }
+    g_rows[3]++;
     if (out[k].token < 0 || out[k].token >= V) FAIL("row %d: token %d of %d", (int)k, (int)out[k].token, (int)V);
     for (i = 0; i < V; i++) {
       const double d = fabs((double)gp[i] - (double)cprobs[i]);
