@@ -2371,7 +2371,7 @@ __device__ __noinline__ u32 pgather_finish(u64 pcand, const Row &R, Sel *Q, i32 
   u32 theta = max(lower, tp);
   if (R.flags & F_HF) theta = max(theta, Q->t_minp);
   const i32 TILE = 32 * tile_e(V), n_tiles = (V + TILE - 1) / TILE;
-  u64 *tacc = Q->hist;   /* zero: P_PBIN's last block cleared it */
+  u64 *tacc = Q->hist;   /* zero: the last block of P_PBIN or ms_k_pbstats cleared it */
   for (i32 k = tid; k < n; k += nt) {
     const u32 key = __ldcg(ck + k);
     if (key < theta) continue;
