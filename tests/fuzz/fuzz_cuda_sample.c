@@ -15,7 +15,9 @@
      (validation's code); every other row ends as the CPU's does: the same
      error (NaN, +Inf, all masked), or a token in range whose final
      probability is positive, in a distribution that sums to 1 and is the
-     CPU's within 1e-4 per id;
+     CPU's within 1e-4 per id; where the token is the CPU's, its logprob
+     (1e-4), rank and top list (logprobs within 1e-4; the same ids but
+     where two logprobs are equal) are the CPU's;
    - ms_cuda_sample and ms_cuda_probs agree on each row's status.
    Needs NVRTC (the kernels are compiled once, to check them and for the
    cache; the emulator runs its own build of kernels.cu): without it every
@@ -39,7 +41,8 @@
    row and with three), one CPU sampler, device buffers: made once. */
 static ms_cuda *g_cu[4];
 static ms_sampler *g_cpu;
-static void *g_logits, *g_probs, *g_tokens, *g_out, *g_prompt, *g_acc_tokens, *g_acc_slots;
+static void *g_logits, *g_probs, *g_tokens, *g_out, *g_top, *g_prompt, *g_acc_tokens, *g_acc_slots;
+#define TOPN 8   /* top logprobs a row (the fuzzed rows ask for up to 8) */
 static int g_ready;   /* 1 ready, -1 no GPU path here */
 
 static void setup(void) {
@@ -74,6 +77,7 @@ static void setup(void) {
       ms_cuda_malloc(g_cu[0], &g_tokens, (size_t)MAXR * 4) != MS_OK ||
       ms_cuda_malloc(g_cu[0], &g_acc_tokens, 16 * 4) != MS_OK || ms_cuda_malloc(g_cu[0], &g_acc_slots, 16 * 4) != MS_OK ||
       ms_cuda_malloc(g_cu[0], &g_out, (size_t)MAXR * sizeof(ms_cuda_out)) != MS_OK ||
+      ms_cuda_malloc(g_cu[0], &g_top, (size_t)MAXR * TOPN * sizeof(ms_logprob)) != MS_OK ||
       ms_cuda_malloc(g_cu[0], &g_prompt, 64 * 4) != MS_OK) FAIL("ms_cuda_malloc");
   g_ready = 1;
 }
@@ -95,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ms_seq *q[MAXR];
   ms_result row_rc[MAXR], row_rc2[MAXR];
   ms_cuda_out out[MAXR], out2[MAXR];
+  ms_logprob top[MAXR * TOPN], ctop[TOPN];
   ms_cuda_batch b;
   ms_cuda *cu;
   rd r = {data, size};
@@ -189,9 +194,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ms_cuda_download(cu, out2, g_out, (size_t)R * sizeof out2[0]) != MS_OK ||
       ms_cuda_download(cu, probs, g_probs, (size_t)R * MAXV * 4) != MS_OK) FAIL("download");
   b.row_results = row_rc2;
+  b.top = g_top;
+  b.top_stride = TOPN;
   (void)ms_cuda_sample(cu, NULL, &b);
   if (ms_cuda_sync(cu, NULL) != MS_OK) FAIL("sync after ms_cuda_sample");
-  if (ms_cuda_download(cu, out, g_out, (size_t)R * sizeof out[0]) != MS_OK) FAIL("download");
+  if (ms_cuda_download(cu, out, g_out, (size_t)R * sizeof out[0]) != MS_OK ||
+      ms_cuda_download(cu, top, g_top, (size_t)R * TOPN * sizeof top[0]) != MS_OK) FAIL("download");
   for (k = 0; k < R; k++) {
     const float *x = &logits[(size_t)k * MAXV], *gp = &probs[(size_t)k * MAXV];
     ms_output o;
@@ -202,6 +210,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FAIL("row %d: sample %s/%s, probs %s/%s", (int)k, ms_result_str(row_rc2[k]), ms_result_str((ms_result)out[k].status),
            ms_result_str(row_rc[k]), ms_result_str((ms_result)out2[k].status));
     memset(&o, 0, sizeof o);
+    o.top = ctop;
+    o.top_capacity = TOPN;
     crc = ms_sample(g_cpu, x, V, &ps[k], q[k], &o);
     if (crc == MS_OK) crc = ms_probs(g_cpu, x, V, &ps[k], q[k], cprobs);
     if (getenv("FUZZ_CUDA_VERBOSE")) {   /* (to read a failing input) */
@@ -247,6 +257,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FAIL("row %d: id %d probability %.7g on the GPU, %.7g on the CPU (profile %d, T %g, top_k %d, top_p %g, min_p %g)", (int)k,
            (int)worst, (double)gp[worst], (double)cprobs[worst], (int)ps[k].profile, (double)ps[k].temperature, (int)ps[k].top_k,
            (double)ps[k].top_p, (double)ps[k].min_p);
+    /* the logprobs of the same token (a draw may differ from the CPU's
+       where u * Z lies within ~1e-7 of a boundary: then nothing to compare) */
+    if (ps[k].logprobs >= 0 && out[k].token == o.token) {
+      const ms_logprob *gt = &top[(size_t)k * TOPN];
+      int j;
+      if (!(fabs((double)out[k].logprob - (double)o.logprob) <= 1e-4) && out[k].logprob != o.logprob)
+        FAIL("row %d: token %d logprob %.7g on the GPU, %.7g on the CPU", (int)k, (int)o.token, (double)out[k].logprob, (double)o.logprob);
+      if (out[k].rank != o.rank) FAIL("row %d: token %d rank %d on the GPU, %d on the CPU", (int)k, (int)o.token, (int)out[k].rank, (int)o.rank);
+      if (out[k].n_top != o.n_top) FAIL("row %d: %d top logprobs on the GPU, %d on the CPU", (int)k, (int)out[k].n_top, (int)o.n_top);
+      /* (among equal logprobs the order is not specified: distinct logits
+         can round to one logprob, and the two sides need not break such a
+         tie alike) */
+      for (j = 0; j < o.n_top && j < TOPN; j++)
+        if ((gt[j].token != ctop[j].token && gt[j].logprob != ctop[j].logprob) ||
+            (!(fabs((double)gt[j].logprob - (double)ctop[j].logprob) <= 1e-4) && gt[j].logprob != ctop[j].logprob))
+          FAIL("row %d: top %d is %d (%.7g) on the GPU, %d (%.7g) on the CPU", (int)k, j, (int)gt[j].token, (double)gt[j].logprob,
+               (int)ctop[j].token, (double)ctop[j].logprob);
+    }
   }
   for (k = 0; k < R; k++) ms_seq_destroy(q[k]);
   return 0;
