@@ -79,6 +79,15 @@
 #else
 #define MS_BLOCK_FN
 #endif
+/* put_result (once a row) as a call in ms_k_stats's and ms_k_tail's
+   programs: inlined it cost ms_k_stats's program 0.1-0.15 s of its
+   compile. Elsewhere the call took stacks from 0-72 bytes to 208-320
+   (ms_k_row, ms_k_sums, ms_k_lp, ms_k_mask) and ms_k_mask 5 registers. */
+#if defined(MS_UNIT) && (MS_UNIT == 2 || MS_UNIT == 6)
+#define MS_RESULT_FN __noinline__
+#else
+#define MS_RESULT_FN
+#endif
 
 typedef unsigned int u32;
 typedef int i32;
@@ -398,8 +407,11 @@ __device__ __forceinline__ void l2_ahead(const F4 *q, i32 n, i32 j, i32 step, i3
    leaves the memory system idle); the unaligned head and the tail (under
    4 elements each) are read one by one. Which thread sees which element,
    and in which order, is unspecified: callers combine order-free
-   (max, counts, integer sums) or key their results by id. */
-template <int U, class F>
+   (max, counts, integer sums) or key their results by id. ONE: f is
+   written out once for a vector's four elements (a loop over them)
+   rather than four times, for a body too large to copy: the loads in
+   flight are the same. */
+template <int U, bool ONE = false, class F>
 __device__ __forceinline__ void row_for(const float *p, i32 beg, i32 end, F &&f) {
   const i32 tid = (i32)threadIdx.x, nt = (i32)blockDim.x;
   if (beg >= end) return;
@@ -421,7 +433,12 @@ __device__ __forceinline__ void row_for(const float *p, i32 beg, i32 end, F &&f)
     for (int u = 0; u < U; u++) {
       if (j + u * nt < n4) {
         const i32 i = a + 4 * (j + u * nt);
-        f(i, v[u].x); f(i + 1, v[u].y); f(i + 2, v[u].z); f(i + 3, v[u].w);
+        if (ONE) {
+#pragma unroll 1
+          for (int e = 0; e < 4; e++) f(i + e, e == 0 ? v[u].x : e == 1 ? v[u].y : e == 2 ? v[u].z : v[u].w);
+        } else {
+          f(i, v[u].x); f(i + 1, v[u].y); f(i + 2, v[u].z); f(i + 3, v[u].w);
+        }
       }
     }
   }
@@ -906,7 +923,9 @@ __device__ __noinline__ Part row_stats(const Args &A, const Row &R, i32 r, i32 b
     MS_ASSUME_GLOBAL(bbits);
     MS_ASSUME_GLOBAL(seen);
     MS_ASSUME_GLOBAL(work);
-    row_for<1>(raw, beg, end, [&](i32 i, float x) {
+    /* (ONE: this body written out once in the loop, not four times,
+       made ms_k_stats's program compile about 0.1 s faster) */
+    row_for<1, true>(raw, beg, end, [&](i32 i, float x) {
       if (lse && x == x && x < ms_pos_inf()) {
         /* one exp an element (its code copied once per unrolled element,
            not twice): e^(-|x - mr|), mr - x being -(x - mr) exactly */
@@ -1343,8 +1362,9 @@ __device__ void budget_step(i32 *b, i32 token) {
 __device__ __forceinline__ i32 budget_forced(const i32 *b) { return b[0] >= 0 && b[3] == B_FORCING ? b[8 + MS_BUD_MAX + b[7]] : -1; }
 
 /* The row's result (one thread): the token, its ms_cuda_out, and for an
-   accepted token the slot's counter, history and length. status != 0: token -1. */
-__device__ void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 status, float lp, i32 rank, i32 n_top,
+   accepted token the slot's counter, history and length. status != 0: token
+   -1. A call (once a row) in the programs of MS_RESULT_FN. */
+__device__ MS_RESULT_FN void put_result(const Args &A, const Row &R, i32 r, i32 token, i32 status, float lp, i32 rank, i32 n_top,
                            int greedy, u64 pos, int accept) {
   Out *out = A.out ? (Out *)A.out + r : (Out *)0;
   ((i32 *)A.tokens)[r] = status ? -1 : token;
