@@ -448,106 +448,45 @@ __device__ __forceinline__ void row_for(const float *p, i32 beg, i32 end, F &&f)
   }
 }
 
-/* Block reductions: every thread of the block must call them. */
-__device__ MS_BLOCK_FN double bsum_d(double v) {
-  __shared__ double sh[32];
+/* Block reductions: every thread of the block must call them, and all
+   get the result. One shape for every type and operation: the warp's
+   butterfly, the warps' values through shared memory, warp 0's butterfly
+   (id: the operation's identity, for the lanes past the last warp). */
+struct RedSum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct RedMax {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return max(a, b); }
+};
+struct RedMin { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return min(a, b); } };
+template <class T, class Op> __device__ MS_BLOCK_FN T bred(T v, T id) {
+  __shared__ T sh[32];
+  const Op op = Op();
   int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  v = warp_sum(v);
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads();
   if (lane == 0) sh[w] = v;
   __syncthreads();
   if (w == 0) {
-    v = lane < nw ? sh[lane] : 0.0;
-    v = warp_sum(v);
+    v = lane < nw ? sh[lane] : id;
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     if (lane == 0) sh[0] = v;
   }
   __syncthreads();
   return sh[0];
 }
-__device__ MS_BLOCK_FN u32 bsum_u(u32 v) {
-  __shared__ u32 sh[32];
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  if (w == 0) {
-    v = lane < nw ? sh[lane] : 0u;
-    v = warp_sum(v);
-    if (lane == 0) sh[0] = v;
-  }
-  __syncthreads();
-  return sh[0];
-}
-__device__ MS_BLOCK_FN float bmax_f(float v) {
-  __shared__ float sh[32];
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  if (w == 0) {
-    v = lane < nw ? sh[lane] : ms_neg_inf();
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) sh[0] = v;
-  }
-  __syncthreads();
-  return sh[0];
-}
-__device__ MS_BLOCK_FN i32 bmin_i(i32 v) {
-  __shared__ i32 sh[32];
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  if (w == 0) {
-    v = lane < nw ? sh[lane] : 0x7fffffff;
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) sh[0] = v;
-  }
-  __syncthreads();
-  return sh[0];
-}
-__device__ MS_BLOCK_FN i32 bmax_i(i32 v) {
-  __shared__ i32 sh[32];
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  if (w == 0) {
-    v = lane < nw ? sh[lane] : -1;
-    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) sh[0] = v;
-  }
-  __syncthreads();
-  return sh[0];
-}
-/* The block's least (MAX = false) or largest u32. */
-template <bool MAX> __device__ MS_BLOCK_FN u32 bext_u(u32 v) {
-  __shared__ u32 sh[32];
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-  for (int o = 16; o > 0; o >>= 1) { const u32 x = __shfl_xor_sync(0xffffffffu, v, o); v = MAX ? max(v, x) : min(v, x); }
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  if (w == 0) {
-    v = lane < nw ? sh[lane] : MAX ? 0u : 0xffffffffu;
-    for (int o = 16; o > 0; o >>= 1) { const u32 x = __shfl_xor_sync(0xffffffffu, v, o); v = MAX ? max(v, x) : min(v, x); }
-    if (lane == 0) sh[0] = v;
-  }
-  __syncthreads();
-  return sh[0];
-}
+__device__ __forceinline__ double bsum_d(double v) { return bred<double, RedSum>(v, 0.0); }
+__device__ __forceinline__ u32 bsum_u(u32 v) { return bred<u32, RedSum>(v, 0u); }
+__device__ __forceinline__ float bmax_f(float v) { return bred<float, RedMax>(v, ms_neg_inf()); }
+__device__ __forceinline__ i32 bmin_i(i32 v) { return bred<i32, RedMin>(v, 0x7fffffff); }
+__device__ __forceinline__ i32 bmax_i(i32 v) { return bred<i32, RedMax>(v, -1); }
+__device__ __forceinline__ u32 bmin_u(u32 v) { return bred<u32, RedMin>(v, 0xffffffffu); }
+__device__ __forceinline__ u32 bmax_u(u32 v) { return bred<u32, RedMax>(v, 0u); }
 /* The block's OR of flag bits 1 and 2 (NaN, +Inf) in one reduction:
    their counts, in the two halves of a sum (at most 1024 threads). */
 __device__ __forceinline__ i32 bflags(i32 fl) {
   const u32 s = bsum_u((u32)(fl & 1) | ((u32)(fl & 2) << 15));
   return ((s & 0xffffu) ? 1 : 0) | ((s >> 16) ? 2 : 0);
 }
-__device__ __forceinline__ u32 bmin_u(u32 v) { return bext_u<false>(v); }
-__device__ __forceinline__ u32 bmax_u(u32 v) { return bext_u<true>(v); }
 
 /* Exclusive prefix sum over the threads of the block, in thread order. */
 template <class T> __device__ MS_BLOCK_FN T bscan_excl(T v, T *total) {
