@@ -26,6 +26,28 @@
 #  include <sanitizer/asan_interface.h>
 #endif
 
+/* The race check (MS_EMU_TSAN: libcuda_emu_race.so, the kernels compiled
+   with ThreadSanitizer, this file without): each CUDA thread is a TSan
+   fiber, and the switches between fibers carry no ordering of their own,
+   so TSan orders two threads' accesses only where a GPU would: across a
+   __syncthreads or a __syncwarp of both (a release when a thread arrives,
+   an acquire when it leaves, on a sync object of that barrier's
+   generation: a thread that runs on to the next barrier before another
+   has left this one must not order that one after its new writes), and
+   across blocks and launches (which the emulator runs one after another;
+   the GPU's need atomics and fences, not checked here). Shuffles and
+   ballots order nothing, as on a GPU. A shared or global location
+   written by one thread and read or written by another between the same
+   two barriers, not both atomically, is reported as a data race. */
+#ifdef MS_EMU_TSAN
+#  include <sanitizer/tsan_interface.h>
+#  define MS_EMU_RELEASE(p) __tsan_release((void *)(p))
+#  define MS_EMU_ACQUIRE(p) __tsan_acquire((void *)(p))
+#else
+#  define MS_EMU_RELEASE(p) ((void)(p))
+#  define MS_EMU_ACQUIRE(p) ((void)(p))
+#endif
+
 #if defined(__x86_64__) || defined(__aarch64__)
 #  define MS_EMU_HAVE_ASM 1
 #  if defined(__x86_64__)
@@ -55,6 +77,7 @@ struct ms_emu_fiber {
   uint64_t value, result;      /* warp exchange */
   int arg;
   void *asan_fake;
+  void *tsan;                  /* its TSan fiber (MS_EMU_TSAN) */
 };
 
 struct ms_emu_warp {
@@ -65,6 +88,7 @@ struct ms_emu_warp {
   unsigned at_block;           /* lanes waiting at __syncthreads */
   unsigned mask;               /* that exchange's mask, op and width */
   int op, width;
+  unsigned gen;                /* exchanges completed (the race check's sync objects) */
 };
 
 ms_emu_thread_ids *ms_emu_cur_ids;
@@ -98,6 +122,12 @@ struct engine {
   /* a failed launch */
   int failed;
   char error[1024];
+  /* the race check's sync objects (their addresses): the block's
+     barriers by generation parity, each warp's __syncwarp likewise,
+     the scheduler to a block's threads and back */
+  unsigned bar_gen;
+  char bar_sync[2], warp_sync[32][2], block_in, block_out;
+  void *sched_tsan;
   /* counters (MYSAMPLE_CUDA_EMU_STATS) */
   unsigned long long n_switches, n_blocks, n_launches;
   unsigned long long n_prefetches, prefetch_bytes;
@@ -309,6 +339,9 @@ inline __attribute__((always_inline)) void switch_to(ms_emu_fiber *from, ms_emu_
 #else
   (void)exiting;
 #endif
+#ifdef MS_EMU_TSAN
+  __tsan_switch_to_fiber(to ? to->tsan : E.sched_tsan, __tsan_switch_to_fiber_no_sync);
+#endif
   if (E.use_ucontext) {
     swapcontext(from ? from->uc : &E.sched_uc, to ? to->uc : &E.sched_uc);
   } else {
@@ -396,7 +429,9 @@ void fiber_main(ms_emu_fiber *f) {
     if (from_sched) { E.sched_stack_lo = lo; E.sched_stack_size = size; }
   }
 #endif
+  MS_EMU_ACQUIRE(&E.block_in);
   E.kernel->entry(E.params);
+  MS_EMU_RELEASE(&E.block_out);
   /* the thread exits */
   ms_emu_warp &W = E.warps[f->ids.warp];
   const unsigned bit = 1u << f->ids.lane;
@@ -425,6 +460,9 @@ void maybe_yield() {
 int grow_pool(unsigned n) {
   if (n <= E.capacity) return 0;
   if (E.stacks) munmap(E.stacks, E.mapped);
+#ifdef MS_EMU_TSAN
+  for (unsigned i = 0; i < E.capacity; i++) __tsan_destroy_fiber(E.fib[i].tsan);
+#endif
   free(E.fib);
   free(E.ucs);
   E.stacks = NULL; E.fib = NULL; E.ucs = NULL; E.capacity = 0;
@@ -451,6 +489,9 @@ int grow_pool(unsigned n) {
     f->stack_lo = E.stacks + (size_t)i * E.stride + page;
     f->stack_size = E.stack_size;
     f->uc = &E.ucs[i];
+#ifdef MS_EMU_TSAN
+    f->tsan = __tsan_create_fiber(0);
+#endif
   }
   E.capacity = n;
   return 0;
@@ -468,11 +509,12 @@ int run_block() {
   poison_shared();
   E.n_live = n;
   E.block_arrived = 0;
+  E.bar_gen = 0;
   for (unsigned w = 0; w < E.n_warps; w++) {
     unsigned lanes = n - w * 32 >= 32 ? 32 : n - w * 32;
     ms_emu_warp &W = E.warps[w];
     W.exists = W.live = W.run = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
-    W.arrived = 0; W.at_block = 0; W.mask = 0; W.op = 0; W.width = 32;
+    W.arrived = 0; W.at_block = 0; W.mask = 0; W.op = 0; W.width = 32; W.gen = 0;
   }
   for (unsigned i = 0; i < n; i++) {
     ms_emu_fiber *f = &E.fib[i];
@@ -487,8 +529,22 @@ int run_block() {
     fiber_prepare(f);
   }
   ms_emu_fiber *first = E.random_schedule ? pick_next(&E.fib[0]) : &E.fib[0];
+  MS_EMU_RELEASE(&E.block_in);
   switch_to(NULL, first, 0);
   /* back on the host stack: every thread exited, or the launch failed */
+#ifdef MS_EMU_TSAN
+  if (E.failed) {
+    /* threads abandoned mid-kernel never released block_out: release it
+       as each of them (TSan's notion of the running fiber only), so the
+       host's reading of the error and freeing of the arguments is not a race */
+    for (unsigned i = 0; i < n; i++) {
+      __tsan_switch_to_fiber(E.fib[i].tsan, __tsan_switch_to_fiber_no_sync);
+      MS_EMU_RELEASE(&E.block_out);
+    }
+    __tsan_switch_to_fiber(E.sched_tsan, __tsan_switch_to_fiber_no_sync);
+  }
+#endif
+  MS_EMU_ACQUIRE(&E.block_out);
   E.n_blocks++;
   if (E.failed) {
 #ifdef MS_EMU_ASAN
@@ -526,10 +582,14 @@ void ms_emu_syncthreads(void) {
     block_current(0);
     return;
   }
+  const unsigned gen = E.bar_gen & 1u;
+  MS_EMU_RELEASE(&E.bar_sync[gen]);
   E.block_arrived++;
   if (E.block_arrived == E.n_threads) {
     /* the last one: release everyone (all threads are alive and here) */
     E.block_arrived = 0;
+    E.bar_gen++;
+    MS_EMU_ACQUIRE(&E.bar_sync[gen]);
     for (unsigned w = 0; w < E.n_warps; w++) { E.warps[w].run = E.warps[w].live; E.warps[w].at_block = 0; }
     maybe_yield();
     return;
@@ -544,6 +604,7 @@ void ms_emu_syncthreads(void) {
   E.warps[f->ids.warp].run &= ~(1u << f->ids.lane);
   E.warps[f->ids.warp].at_block |= 1u << f->ids.lane;
   block_current(0);
+  MS_EMU_ACQUIRE(&E.bar_sync[gen]);
 }
 
 uint64_t ms_emu_warp_op(int op, unsigned mask, uint64_t value, int arg, int width) {
@@ -587,12 +648,18 @@ uint64_t ms_emu_warp_op(int op, unsigned mask, uint64_t value, int arg, int widt
   f->value = value;
   f->arg = arg;
   W.arrived |= bit;
+  /* (only __syncwarp orders memory among the lanes) */
+  char *const wsync = &E.warp_sync[f->ids.warp][W.gen & 1u];
+  if (op == MS_EMU_SYNCWARP) MS_EMU_RELEASE(wsync);
   if (W.arrived != mask) {
     f->wait_what = op_name(op);
     W.run &= ~bit;
     block_current(0);
+    if (op == MS_EMU_SYNCWARP) MS_EMU_ACQUIRE(wsync);
     return f->result;
   }
+  W.gen++;
+  if (op == MS_EMU_SYNCWARP) MS_EMU_ACQUIRE(wsync);
   /* the last lane: every result, then release */
   ms_emu_fiber *lanes = &E.fib[f->ids.warp * 32];
   unsigned ballot = 0;
@@ -692,6 +759,9 @@ int ms_emu_run(const ms_emu_kernel *k, const ms_emu_dim3 grid, const ms_emu_dim3
   E.kernel = k;
   E.params = params;
   E.n_threads = n;
+#ifdef MS_EMU_TSAN
+  E.sched_tsan = __tsan_get_current_fiber();
+#endif
   E.n_warps = (n + 31) / 32;
   E.failed = 0;
   E.error[0] = 0;

@@ -173,9 +173,29 @@ inline double min(double a, double b) { return fmin(a, b); }
 inline double max(double a, double b) { return fmax(a, b); }
 
 /* Atomics: one fiber runs at a time and never switches inside an atomic,
-   so a plain read-modify-write is atomic. They return the old value. */
+   so a plain read-modify-write is atomic. They return the old value. In
+   the race check (MS_EMU_TSAN) they are the compiler's relaxed atomics,
+   which ThreadSanitizer sees as atomic (and as ordering nothing), as a
+   GPU's atomics are. */
+#ifdef MS_EMU_TSAN
+#define MS_EMU_ATOMIC(name, T, expr) \
+  inline T name(T *p, T v) { \
+    T old, nw; \
+    __atomic_load(p, &old, __ATOMIC_RELAXED); \
+    do { nw = (expr); } while (!__atomic_compare_exchange(p, &old, &nw, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)); \
+    return old; \
+  }
+#define MS_EMU_CAS(T) \
+  inline T atomicCAS(T *p, T cmp, T v) { \
+    __atomic_compare_exchange(p, &cmp, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
+    return cmp; \
+  }
+#else
 #define MS_EMU_ATOMIC(name, T, expr) \
   inline T name(T *p, T v) { T old = *p; *p = (expr); return old; }
+#define MS_EMU_CAS(T) \
+  inline T atomicCAS(T *p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
+#endif
 MS_EMU_ATOMIC(atomicAdd, int, old + v)
 MS_EMU_ATOMIC(atomicAdd, unsigned, old + v)
 MS_EMU_ATOMIC(atomicAdd, unsigned long long, old + v)
@@ -202,12 +222,11 @@ MS_EMU_ATOMIC(atomicXor, unsigned, old ^ v)
 MS_EMU_ATOMIC(atomicExch, int, v)
 MS_EMU_ATOMIC(atomicExch, unsigned, v)
 MS_EMU_ATOMIC(atomicExch, float, v)
+MS_EMU_CAS(int)
+MS_EMU_CAS(unsigned)
+MS_EMU_CAS(unsigned long long)
 #undef MS_EMU_ATOMIC
-inline int atomicCAS(int *p, int cmp, int v) { int old = *p; if (old == cmp) *p = v; return old; }
-inline unsigned atomicCAS(unsigned *p, unsigned cmp, unsigned v) { unsigned old = *p; if (old == cmp) *p = v; return old; }
-inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long cmp, unsigned long long v) {
-  unsigned long long old = *p; if (old == cmp) *p = v; return old;
-}
+#undef MS_EMU_CAS
 /* Fences order memory between concurrent threads; fibers are sequential. */
 inline void __threadfence(void) {}
 inline void __threadfence_block(void) {}
