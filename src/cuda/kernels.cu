@@ -69,12 +69,13 @@
 /* The block-wide helpers (reductions, scans, find_bin) and the tail's
    finishing steps as calls rather than inlined copies in the small
    programs (units 3 and 6, ms_k_tail's: their kernels call each a
-   handful of times a row):
-   ptxas then allocates registers over several small functions instead
-   of one large one, and the program compiles about 0.2 s faster (1.26 to
-   1.08 s, sm_90, one core). Elsewhere they stay inlined: as calls they
-   gave ms_k_sums a 240-byte stack and spills. */
-#if defined(MS_UNIT) && (MS_UNIT == 3 || MS_UNIT == 6)
+   handful of times a row) and in ms_k_stats's (unit 2: ten reductions a
+   block, after the read): ptxas then allocates registers over several
+   small functions instead of one large one, and the program compiles
+   faster (unit 6: 1.26 to 1.08 s; unit 2: 8%, its loops the same code
+   and still 40 registers; sm_90, one core). Elsewhere they stay inlined:
+   as calls they gave ms_k_sums a 240-byte stack and spills. */
+#if defined(MS_UNIT) && (MS_UNIT == 2 || MS_UNIT == 3 || MS_UNIT == 6)
 #define MS_BLOCK_FN __noinline__
 #else
 #define MS_BLOCK_FN
