@@ -22,7 +22,15 @@ start=$(date +%s.%N)
 check gpu_bench_py_compiles "python3 -c 'import py_compile, sys; py_compile.compile(\"tools/gpu_bench.py\", cfile=\"$tmp/gb.pyc\", doraise=True)' 2> $tmp/pyc.err"
 check gpu_figures_sh_syntax 'bash -n tools/gpu_figures.sh'
 check gpu_check_sh_syntax 'bash -n tools/gpu_check.sh'
-check flashinfer_build_sh_syntax 'bash -n tools/flashinfer_build.sh'
+# its deadline (no GPU needed: info runs, the rest is skipped in order) and
+# the ab step's default variants (no rounds: the list alone)
+GPU_CHECK_DEADLINE=15 bash tools/gpu_check.sh $tmp/gc info tests memcheck > /dev/null 2>&1
+check gpu_check_deadline 'grep -q "^info .* exit " $tmp/gc/summary.txt &&
+  grep -q "^tests .* skipped: .* left of GPU_CHECK_DEADLINE, 60 wanted" $tmp/gc/summary.txt &&
+  grep -q "^memcheck .* skipped" $tmp/gc/summary.txt && [ "$(wc -l < $tmp/gc/summary.txt)" = 3 ]'
+GPU_AB_ROUNDS=0 bash tools/gpu_check.sh $tmp/gab ab > /dev/null 2>&1
+check gpu_check_ab_variants 'grep -q "^ab .* exit 0" $tmp/gab/summary.txt &&
+  grep -q "^variant: now|||--vocab 128256" $tmp/gab/ab.log && grep -q "^variant: bins|||.* --topp bins$" $tmp/gab/ab.log'
 for c in probs sample logprobs; do
   $bin $c --help > $tmp/help 2>&1
   check "help_device_$c" 'grep -q -- "--device cpu|cuda" $tmp/help'

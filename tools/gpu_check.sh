@@ -18,17 +18,27 @@
 # default: ofast (the bench again with --Ofast-compile=min kernels), bench
 # (mysample's figures alone), large (batches of 512 and 1024 rows: one
 # block per row in every pass, G = 1) and profile (Nsight Compute's per-kernel times for each
-# configuration at batch 1, 32, 256, or $PROFILE_BATCHES; $PROFILE_CONFIGS, $PROFILE_TOPP). Each writes OUTDIR/STEP.log under its
-# own time limit; OUTDIR/summary.txt gets one line per step (exit status,
-# seconds, and the test counts where there are any); with GPU_CHECK_TAR=F
-# the folder is packed into F after each step. Builds what is
-# missing with make. Not part of `make test`: it needs a GPU.
+# configuration at batch 1, 32, 256, or $PROFILE_BATCHES; $PROFILE_CONFIGS, $PROFILE_TOPP), ab (tools/gpu_ab.sh:
+# the variants of $GPU_AB_VARIANTS, one 'NAME|BINARY|NVRTC OPTIONS|BENCH
+# FLAGS[|ENV]' a line, else the open questions' list below; a carried
+# build/mysample_sNN adds that baseline; $GPU_AB_ROUNDS rounds, default 1)
+# and bins (the execution tests with top_p's bins). Each writes
+# OUTDIR/STEP.log under its own time limit; OUTDIR/summary.txt gets one
+# line per step (exit status, seconds, and the test counts where there are
+# any); with GPU_CHECK_TAR=F the folder is packed into F after each step.
+# GPU_CHECK_DEADLINE=S ends the whole run within S seconds of its start
+# (a device lease: one command of at most 600 s): each step's limit is cut
+# to what is left, and a step with less than its minimum left is skipped
+# ("skipped" in the summary), so the steps go in the order of their worth.
+# Builds what is missing with make. Not part of `make test`: it needs a GPU.
 set -u
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/gpu_check.sh OUTDIR [STEP...]}
 shift
 mkdir -p "$out"
 steps=${*:-info compile tests cli figures topp memcheck}
+t_start=$(date +%s)
+deadline=${GPU_CHECK_DEADLINE:-0}
 
 # NVRTC where the loader's default names do not reach it (a toolkit
 # outside the linker's path)
@@ -39,9 +49,17 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ -z "${MYSAMPLE_NVRTC_
 fi
 [ -x build/mysample ] && [ -x build/tests/test_cuda ] || make -s build/mysample build/tests/test_cuda > "$out/build.log" 2>&1
 
-step() { # name, seconds, command...
-  local name=$1 limit=$2 a z rc counts
-  shift 2
+step() { # name, seconds, least seconds worth starting with, command...
+  local name=$1 limit=$2 least=$3 a z rc counts left
+  shift 3
+  if [ "$deadline" -gt 0 ]; then
+    left=$((t_start + deadline - $(date +%s) - 5))   # (5 s to pack the folder)
+    if [ "$left" -lt "$least" ]; then
+      printf '%-9s skipped: %d s left of GPU_CHECK_DEADLINE, %d wanted\n' "$name" "$left" "$least" | tee -a "$out/summary.txt"
+      return
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
   a=$(date +%s.%N)
   timeout "$limit" bash -c "$*" > "$out/$name.log" 2>&1
   rc=$?
@@ -114,20 +132,40 @@ ofast() {
 memcheck() {
   MYSAMPLE_CUDA_CACHE=off compute-sanitizer --tool memcheck --error-exitcode 9 build/tests/test_cuda
 }
-export -f info compile_cold bench large topp ofast memcheck profile
+ab() {
+  # the questions the sessions without a GPU left open, each a variant of
+  # the current build (BENCHMARKS.md, "GPU"): the last measured build
+  # (session 18) where carried, top_p by bins, and the switches of what
+  # was added unmeasured; then the costs of penalties, masks, logprobs
+  local f='--vocab 128256 --batch 1,32,256 --reps 15' b v=()
+  if [ -n "${GPU_AB_VARIANTS:-}" ]; then
+    mapfile -t v < <(printf '%s\n' "$GPU_AB_VARIANTS" | grep -v '^ *$')
+  else
+    for b in build/mysample_s*; do [ -x "$b" ] && v+=("${b#build/mysample_}|$b||$f"); done
+    v+=("now|||$f" "bins|||$f --topp bins" "nopdl|||$f|MYSAMPLE_CUDA_PDL=0" "nokfast|||$f|MYSAMPLE_CUDA_KFAST=0"
+        "l2pf32||-DMS_L2PF=32|$f" "fastmid|||$f|MYSAMPLE_CUDA_FAST_UNITS=all MYSAMPLE_CUDA_FAST_LEVEL=mid"
+        "pen|||$f --penalties 512" "mask|||$f --min-tokens 1" "lp5|||$f --logprobs 5")
+  fi
+  printf 'variant: %s\n' "${v[@]}"
+  bash tools/gpu_ab.sh "${GPU_AB_ROUNDS:-1}" "${v[@]}"
+}
+export -f info compile_cold bench large topp ofast memcheck profile ab
+export AB_OUT="$out/ab.jsonl"
 for s in $steps; do
   case $s in
-    info) step info 30 info ;;
-    compile) step compile 90 compile_cold ;;
-    tests) step tests 150 build/tests/test_cuda ;;
-    cli) step cli 120 env MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh ;;
-    figures) step figures 260 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
-    bench) step bench 90 bench ;;
-    large) step large 90 large ;;
-    topp) step topp 240 topp ;;
-    ofast) step ofast 90 ofast ;;
-    memcheck) step memcheck 150 memcheck ;;
-    profile) step profile 240 profile ;;
+    info) step info 30 5 info ;;
+    compile) step compile 90 30 compile_cold ;;
+    tests) step tests 150 60 build/tests/test_cuda ;;
+    bins) step bins 150 60 env MYSAMPLE_CUDA_TOPP=bins build/tests/test_cuda ;;
+    cli) step cli 120 60 env MYSAMPLE_CUDA_CLI_GPU=1 bash tests/cuda_cli.test.sh ;;
+    figures) step figures 260 120 env KEEP="$out/figures" bash tools/gpu_figures.sh ;;
+    ab) step ab 240 60 ab ;;
+    bench) step bench 90 30 bench ;;
+    large) step large 90 30 large ;;
+    topp) step topp 240 60 topp ;;
+    ofast) step ofast 90 30 ofast ;;
+    memcheck) step memcheck 150 60 memcheck ;;
+    profile) step profile 240 60 profile ;;
     *) echo "gpu_check: unknown step $s" >&2; exit 2 ;;
   esac
 done
