@@ -45,18 +45,19 @@ $(EMU_DIR)/libcuda_emu_fma.so: $(EMU_DEPS)
 # The race check: the kernels (and the emulator's self-test kernels)
 # under gcc's ThreadSanitizer, the driver and the fibers' engine without
 # it, each CUDA thread a TSan fiber ordered only by __syncthreads and
-# __syncwarp (runtime.cpp, MS_EMU_TSAN). The program that loads it needs
+# __syncwarp (runtime.cpp, MS_EMU_TSAN; across blocks on request, its
+# shared memory then whole pages: race.ld). The program that loads it needs
 # libtsan preloaded (EMU_TSAN_RT): tests/ci/cuda_race.sh.
 EMU_TSAN_RT := $(shell $(CXX) -print-file-name=libtsan.so)
 EMU_RACE_CC := $(filter-out -shared,$(EMU_FLAGS)) -O1 -g -fno-omit-frame-pointer -DMS_EMU_TSAN
-$(EMU_DIR)/libcuda_emu_race.so: $(EMU_DEPS)
+$(EMU_DIR)/libcuda_emu_race.so: $(EMU_DEPS) tests/cuda_emu/race.ld
 	@mkdir -p $(EMU_DIR)/race
 	$(CXX) $(EMU_RACE_CC) -fsanitize=thread -c tests/cuda_emu/kernels.cpp -o $(EMU_DIR)/race/kernels.o
 	$(CXX) $(EMU_RACE_CC) -fsanitize=thread -c tests/cuda_emu/selftest.cpp -o $(EMU_DIR)/race/selftest.o
 	$(CXX) $(EMU_RACE_CC) -c tests/cuda_emu/driver.cpp -o $(EMU_DIR)/race/driver.o
 	$(CXX) $(EMU_RACE_CC) -c tests/cuda_emu/runtime.cpp -o $(EMU_DIR)/race/runtime.o
 	$(CXX) -shared -fsanitize=thread -o $@ $(EMU_DIR)/race/kernels.o $(EMU_DIR)/race/selftest.o $(EMU_DIR)/race/driver.o \
-	  $(EMU_DIR)/race/runtime.o -lpthread -Wl,--version-script=tests/cuda_emu/exports.map
+	  $(EMU_DIR)/race/runtime.o -lpthread -Wl,--version-script=tests/cuda_emu/exports.map -Wl,-T,tests/cuda_emu/race.ld
 
 # The emulator's own tests (driver API error paths, intrinsics, barriers).
 $(EMU_DIR)/test_emu: tests/cuda_emu/test_emu.c tests/testlib.h

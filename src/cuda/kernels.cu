@@ -229,6 +229,13 @@ struct Sel {
   i32 pbins;              /* the bins hold the threshold: 1 P_PBIN's, 2 the statistics' (F_PB_STATS); 0: the radix passes decide */
   i32 sums_done;          /* P_PGATHER or ms_k_tail summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
+
+/* A row's arrival count (Sel.stats_arrived, Sel.arrived) back to 0 by
+   the last block to arrive: an atomic store, as the other blocks' counts
+   were atomics after their fences (a plain store beside them is a data
+   race in CUDA's memory model, whatever a GPU does with it; the race
+   check across blocks reports it). */
+__device__ __forceinline__ void arrivals_reset(i32 *count) { atomicExch(count, 0); }
 static_assert(sizeof(Sel) == 41160, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
@@ -1887,8 +1894,8 @@ __device__ __forceinline__ int stats_close(const Args &A, const Row &R, Sel *Q, 
   if (threadIdx.x == 0) {
     Q->P = t;
     Q->status = part_status(t);
-    Q->stats_arrived = 0;
-    Q->arrived = 0;
+    arrivals_reset(&Q->stats_arrived);
+    Q->arrived = 0;   /* (no block of this launch counts in it) */
     Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? minp_key(t.m, R.inv_temp, R.min_p) : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
     Q->cdone = 0; Q->pdone = 0; Q->cand = 0; Q->cedge = 0u; Q->ncand = 0u;
@@ -2448,7 +2455,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   /* the last block to finish draws an F_END row (ms_k_row's draw, on the
      same tile sums) */
   if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tile sums first) */
-  if (tid == 0) Q->arrived = 0;
+  if (tid == 0) arrivals_reset(&Q->arrived);
   end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
 }
 #endif
@@ -2503,7 +2510,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pgather(A
   if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
   /* the last block to finish decides, and draws an F_END row */
   if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tile sums first) */
-  if (tid == 0) Q->arrived = 0;
+  if (tid == 0) arrivals_reset(&Q->arrived);
   if (!(theta = pgather_finish(A.pcand, R, Q, r, V, M, S, lower, sh, &s_n))) return;
   if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
 }
@@ -2599,7 +2606,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     if (count && tot <= (double)R.top_k) {
       /* at most k keys qualify: all are kept (candidates when few) */
       if (tid == 0) {
-        Q->tk = lower; Q->cdone = 1; Q->arrived = 0;
+        Q->tk = lower; Q->cdone = 1; arrivals_reset(&Q->arrived);
         if (tot <= (double)MS_CAND && !no_cand) { Q->cand = 1; Q->cedge = lower; }
       }
       return;
@@ -2621,12 +2628,12 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND && !no_cand) {
     /* the keys from bin b up hold the k largest and are few: P_CAND
        gathers them and ms_k_row finishes top_k and top_p on them */
-    if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; Q->arrived = 0; }
+    if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; arrivals_reset(&Q->arrived); }
     return;
   }
   if (tid == 0) {
     const u32 np = prefix | ((u32)b << shift), npm = pm | ((u32)(nb - 1) << shift);
-    Q->lower = lower; Q->prefix = np; Q->pm = npm; Q->target = target - above; Q->arrived = 0;
+    Q->lower = lower; Q->prefix = np; Q->pm = npm; Q->target = target - above; arrivals_reset(&Q->arrived);
     if (j == 2) {
       if (count) { Q->tk = np; Q->cdone = 1; }
       else { Q->tp = np; Q->pdone = 1; }
@@ -2698,7 +2705,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pbin(Args
     const u32 kmax = fkey(M);
     Q->pk_lo = topp_key(lower, kmax, b_lo, M, S);
     Q->pk_hi = b_hi >= MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
-    Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; Q->arrived = 0;
+    Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; arrivals_reset(&Q->arrived);
   }
 }
 #endif
@@ -2788,7 +2795,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
     }
   }
   __syncthreads();
-  if (tid == 0) { Q->cut = s_id; Q->arrived = 0; }
+  if (tid == 0) { Q->cut = s_id; arrivals_reset(&Q->arrived); }
 }
 #endif
 
@@ -2862,7 +2869,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
     if ((double)tc < want) tc = __uint_as_float(__float_as_uint(tc) + 1u);   /* keep p >= cut exactly */
     if (tc > 1.0f) tc = 1.0f;   /* the max (weight 1) stays */
     Q->t_eps = max(Q->t_eps, minp_key(M, S, tc));
-    Q->arrived = 0;
+    arrivals_reset(&Q->arrived);
   }
 }
 #endif

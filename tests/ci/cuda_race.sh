@@ -5,12 +5,20 @@
 # __syncthreads and __syncwarp (tests/cuda_emu/runtime.cpp, MS_EMU_TSAN),
 # so two threads of a block that touch the same shared or global location
 # between the same two barriers, not both atomically, are reported
-# whatever order the fibers ran in.
-#   control   the emulator's own tests: the one kernel with a missing
-#             barrier (emu_t_missing_barrier) must be reported, and no
-#             other (a check that cannot find races would pass anything)
-#   kernels   five of test_cuda's execution tests, which launch every
-#             kernel but ms_k_ties and ms_k_eps, in about 20 s (TSan's
+# whatever order the fibers ran in; and across blocks
+# (MYSAMPLE_CUDA_EMU_RACE=blocks): the blocks of a row ordered only by a
+# __threadfence before the global atomic another block observes (the
+# last block to arrive reading the others' partials), as on a GPU.
+#   control   the emulator's own tests: the kernel with a missing barrier
+#             (emu_t_missing_barrier) and the one whose blocks count their
+#             arrival without a fence (emu_t_unfenced_partials) must be
+#             reported, and no other (a check that cannot find races
+#             would pass anything); and one execution test with every
+#             fence dropped (MYSAMPLE_CUDA_EMU_RACE=blocks,nofence; its
+#             rows split between blocks) must be reported in the kernels
+#   kernels   five of test_cuda's execution tests (across blocks too:
+#             topp_bins_route's rows span several), which launch every
+#             kernel but ms_k_ties and ms_k_eps, in about 30 s (TSan's
 #             vector clocks over up to 1024 fibers make a test with
 #             1024-thread blocks up to 70x slower than on the plain
 #             emulator): no report, every test passing. RACE_TESTS sets
@@ -33,17 +41,31 @@ fail=0
 # TSan's reports: their SUMMARY lines
 summaries() { grep -E '^SUMMARY: ThreadSanitizer' "$1" || true; }
 
-# the control: races reported, all of them in the broken kernel
+export MYSAMPLE_CUDA_EMU_RACE=blocks
+# the control: races reported, all of them in the broken kernels
 env LD_PRELOAD="$rt" TSAN_OPTIONS="exitcode=66" $dir/test_emu $lib > $dir/race-control.log 2>&1
 rc=$?
 n_all=$(summaries $dir/race-control.log | wc -l)
-n_other=$(summaries $dir/race-control.log | grep -vc 'emu_t_missing_barrier')
-if [ "$rc" = 66 ] && [ "$n_all" -gt 0 ] && [ "$n_other" = 0 ] && ! grep -q '^FAIL ' $dir/race-control.log; then
-  echo "PASS cuda-race:control ($n_all reports, all in emu_t_missing_barrier)"
+n_bar=$(summaries $dir/race-control.log | grep -c 'emu_t_missing_barrier')
+n_fence=$(summaries $dir/race-control.log | grep -c 'emu_t_unfenced_partials')
+n_other=$((n_all - n_bar - n_fence))
+if [ "$rc" = 66 ] && [ "$n_bar" -gt 0 ] && [ "$n_fence" -gt 0 ] && [ "$n_other" = 0 ] && ! grep -q '^FAIL ' $dir/race-control.log; then
+  echo "PASS cuda-race:control ($n_bar reports in emu_t_missing_barrier, $n_fence in emu_t_unfenced_partials, none elsewhere)"
 else
   summaries $dir/race-control.log | sort | uniq -c | head -10
   grep '^FAIL ' $dir/race-control.log | head -5
-  echo "FAIL cuda-race:control: exit $rc, $n_all reports, $n_other outside emu_t_missing_barrier (see $dir/race-control.log)"
+  echo "FAIL cuda-race:control: exit $rc, $n_bar reports in emu_t_missing_barrier, $n_fence in emu_t_unfenced_partials, $n_other elsewhere (see $dir/race-control.log)"
+  fail=1
+fi
+# the kernels without their fences: the last blocks' reads of the others' partials reported
+env LD_PRELOAD="$rt" TSAN_OPTIONS="exitcode=66 suppressions=tests/cuda_emu/tsan.supp" MYSAMPLE_CUDA_EMU_RACE=blocks,nofence \
+  MYSAMPLE_CUDA_DRIVER_PATH=$lib build/tests/test_cuda --emu topp_bins_route > $dir/race-nofence.log 2>&1
+rc=$?
+n_all=$(summaries $dir/race-nofence.log | grep -c -e 'src/cuda/kernels.cu' -e '__ldcg')
+if [ "$rc" = 66 ] && [ "$n_all" -gt 0 ]; then
+  echo "PASS cuda-race:control_nofence ($n_all reports in the kernels with their fences dropped)"
+else
+  echo "FAIL cuda-race:control_nofence: exit $rc, $n_all reports in the kernels (see $dir/race-nofence.log)"
   fail=1
 fi
 

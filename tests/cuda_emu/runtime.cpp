@@ -35,10 +35,25 @@
    generation: a thread that runs on to the next barrier before another
    has left this one must not order that one after its new writes), and
    across blocks and launches (which the emulator runs one after another;
-   the GPU's need atomics and fences, not checked here). Shuffles and
-   ballots order nothing, as on a GPU. A shared or global location
+   the GPU's need atomics and fences, checked on request below). Shuffles
+   and ballots order nothing, as on a GPU. A shared or global location
    written by one thread and read or written by another between the same
-   two barriers, not both atomically, is reported as a data race. */
+   two barriers, not both atomically, is reported as a data race.
+
+   Across blocks (MYSAMPLE_CUDA_EMU_RACE=blocks): the blocks of a launch
+   are not ordered either, only a launch after the one before. What orders
+   them is what orders them on a GPU, a __threadfence before a global
+   atomic that another block's atomic then observes: a fence releases
+   everything its thread did before it, and a global atomic acquires what
+   every fence so far released (more order than a GPU promises: an atomic
+   that observed nothing of the fenced block still acquires). So a block
+   that reads what another wrote once an atomic count says it is done
+   (the last block of a row, say) races unless the writer fenced between
+   its writes and its count. Each block gets fresh TSan fibers, stacks,
+   shared memory and barrier sync objects (what TSan knew of the last
+   block's forgotten: mmap over them resets their shadow), since the
+   GPU's blocks have their own. MYSAMPLE_CUDA_EMU_RACE=blocks,nofence
+   drops every fence's release: the control, whose races must be found. */
 #ifdef MS_EMU_TSAN
 #  include <sanitizer/tsan_interface.h>
 #  define MS_EMU_RELEASE(p) __tsan_release((void *)(p))
@@ -96,13 +111,26 @@ ms_emu_dim3 ms_emu_block_idx, ms_emu_block_dim, ms_emu_grid_dim;
 
 namespace {
 
-struct engine {
-  /* the fiber pool, grown to the largest block seen */
+/* A pool of fibers and their stacks, grown to the largest block seen. */
+struct fiber_pool {
   ms_emu_fiber *fib;
   ucontext_t *ucs;
   char *stacks;
   size_t stack_size, stride, mapped;
   unsigned capacity;
+};
+/* The race check across blocks: a pool per blockIdx.y (modulo this) */
+#define MS_EMU_RACE_POOLS 64
+
+struct engine {
+  /* the fiber pool in use (the race check across blocks swaps it) */
+  ms_emu_fiber *fib;
+  ucontext_t *ucs;
+  char *stacks;
+  size_t stack_size, stride, mapped;
+  unsigned capacity;
+  fiber_pool pools[MS_EMU_RACE_POOLS];
+  unsigned pool;
   /* the block being run */
   unsigned n_threads, n_warps, n_live, block_arrived;
   ms_emu_warp warps[32];
@@ -126,8 +154,10 @@ struct engine {
      barriers by generation parity, each warp's __syncwarp likewise,
      the scheduler to a block's threads and back */
   unsigned bar_gen;
-  char bar_sync[2], warp_sync[32][2], block_in, block_out;
+  char bar_sync_static[2 + 64], block_in, block_out, fence;
+  char *bar_sync, *warp_sync;   /* bar_sync[gen], warp_sync[2 * warp + gen] (a block's own across blocks) */
   void *sched_tsan;
+  int race_blocks, race_nofence;   /* MYSAMPLE_CUDA_EMU_RACE (MS_EMU_TSAN) */
   /* counters (MYSAMPLE_CUDA_EMU_STATS) */
   unsigned long long n_switches, n_blocks, n_launches;
   unsigned long long n_prefetches, prefetch_bytes;
@@ -156,6 +186,18 @@ void read_options() {
 #endif
   const char *s = getenv("MYSAMPLE_CUDA_EMU_SCHEDULE");
   if (s && *s && parse_schedule(s) != 0) fprintf(stderr, "[cuda-emu] MYSAMPLE_CUDA_EMU_SCHEDULE=%s: want rr or random[:seed]\n", s);
+  E.bar_sync = E.bar_sync_static;
+  E.warp_sync = E.bar_sync_static + 2;
+  const char *r = getenv("MYSAMPLE_CUDA_EMU_RACE");
+  if (r && *r) {
+#ifdef MS_EMU_TSAN
+    E.race_blocks = !strcmp(r, "blocks") || !strcmp(r, "blocks,nofence");
+    E.race_nofence = !strcmp(r, "blocks,nofence");
+    if (!E.race_blocks) fprintf(stderr, "[cuda-emu] MYSAMPLE_CUDA_EMU_RACE=%s: want blocks or blocks,nofence\n", r);
+#else
+    fprintf(stderr, "[cuda-emu] MYSAMPLE_CUDA_EMU_RACE=%s: only the race check's library (libcuda_emu_race.so) checks races\n", r);
+#endif
+  }
 }
 
 uint64_t next_rand() {
@@ -504,8 +546,61 @@ void poison_shared() {
   if (a && b > a) memset(ms_emu_shared_start, 0xff, (size_t)(b - a));
 }
 
+#ifdef MS_EMU_TSAN
+/* The race check across blocks: memory a new block gets as its own, its
+   contents and what TSan knew of it replaced (an anonymous mapping over
+   it: TSan's mmap marks the range written by the scheduler, which the
+   block's threads come after). */
+int race_remap(void *p, size_t n) {
+  void *m = mmap(p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return m == p ? 0 : -1;
+}
+/* Makes pool k the one in use (the engine's fields). */
+void use_pool(unsigned k) {
+  if (k == E.pool) return;
+  fiber_pool &o = E.pools[E.pool], &n = E.pools[k];
+  o.fib = E.fib; o.ucs = E.ucs; o.stacks = E.stacks; o.stack_size = E.stack_size; o.stride = E.stride;
+  o.mapped = E.mapped; o.capacity = E.capacity;
+  E.fib = n.fib; E.ucs = n.ucs; E.stacks = n.stacks; E.stack_size = n.stack_size; E.stride = n.stride;
+  E.mapped = n.mapped; E.capacity = n.capacity;
+  E.pool = k;
+}
+/* A block's own threads, shared memory and barrier objects, as far as
+   TSan can tell; -1 with E.error set. The threads: a pool of fibers (and
+   stacks) per blockIdx.y, the chunk of a row, so that the blocks of a
+   row never share a fiber (a fiber orders what it runs: one fresh TSan
+   fiber a thread a block, the simple way, made the check 20 times
+   slower); blocks with the same chunk of different rows are ordered by
+   theirs, so what passes between rows is not checked (nothing should).
+   Shared memory: remapped (the section is whole pages of its own:
+   tests/cuda_emu/race.ld). The barriers' sync objects: malloc'd (TSan
+   forgets a sync object with its memory). */
+int race_fresh_block(unsigned n) {
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t a = (uintptr_t)ms_emu_shared_start, b = (uintptr_t)ms_emu_shared_stop;
+  use_pool(ms_emu_block_idx.y % MS_EMU_RACE_POOLS);
+  if (grow_pool(n) != 0) { snprintf(E.error, sizeof E.error, "cannot allocate %u fiber stacks", n); return -1; }
+  if (a && b > a) {
+    if ((a % page) || (b % page)) {
+      snprintf(E.error, sizeof E.error, "MYSAMPLE_CUDA_EMU_RACE=blocks: the shared section [%p, %p) is not whole pages "
+               "(link with tests/cuda_emu/race.ld)", (void *)a, (void *)b);
+      return -1;
+    }
+    if (race_remap((void *)a, (size_t)(b - a)) != 0) { snprintf(E.error, sizeof E.error, "remapping shared memory failed"); return -1; }
+  }
+  if (E.bar_sync != E.bar_sync_static) free(E.bar_sync);
+  E.bar_sync = (char *)malloc(sizeof E.bar_sync_static);
+  if (!E.bar_sync) { E.bar_sync = E.bar_sync_static; snprintf(E.error, sizeof E.error, "out of memory"); return -1; }
+  E.warp_sync = E.bar_sync + 2;
+  return 0;
+}
+#endif
+
 int run_block() {
   const unsigned n = E.n_threads;
+#ifdef MS_EMU_TSAN
+  if (E.race_blocks && race_fresh_block(n) != 0) { E.failed = 1; return -1; }
+#endif
   poison_shared();
   E.n_live = n;
   E.block_arrived = 0;
@@ -543,8 +638,13 @@ int run_block() {
     }
     __tsan_switch_to_fiber(E.sched_tsan, __tsan_switch_to_fiber_no_sync);
   }
-#endif
+  /* across blocks: the scheduler comes after the launch's blocks only at
+     its end (ms_emu_run), so the next block's threads, which come after
+     the scheduler, do not come after this one's */
+  if (!E.race_blocks || E.failed) MS_EMU_ACQUIRE(&E.block_out);
+#else
   MS_EMU_ACQUIRE(&E.block_out);
+#endif
   E.n_blocks++;
   if (E.failed) {
 #ifdef MS_EMU_ASAN
@@ -583,13 +683,13 @@ void ms_emu_syncthreads(void) {
     return;
   }
   const unsigned gen = E.bar_gen & 1u;
-  MS_EMU_RELEASE(&E.bar_sync[gen]);
+  MS_EMU_RELEASE(E.bar_sync + gen);
   E.block_arrived++;
   if (E.block_arrived == E.n_threads) {
     /* the last one: release everyone (all threads are alive and here) */
     E.block_arrived = 0;
     E.bar_gen++;
-    MS_EMU_ACQUIRE(&E.bar_sync[gen]);
+    MS_EMU_ACQUIRE(E.bar_sync + gen);
     for (unsigned w = 0; w < E.n_warps; w++) { E.warps[w].run = E.warps[w].live; E.warps[w].at_block = 0; }
     maybe_yield();
     return;
@@ -604,7 +704,7 @@ void ms_emu_syncthreads(void) {
   E.warps[f->ids.warp].run &= ~(1u << f->ids.lane);
   E.warps[f->ids.warp].at_block |= 1u << f->ids.lane;
   block_current(0);
-  MS_EMU_ACQUIRE(&E.bar_sync[gen]);
+  MS_EMU_ACQUIRE(E.bar_sync + gen);
 }
 
 uint64_t ms_emu_warp_op(int op, unsigned mask, uint64_t value, int arg, int width) {
@@ -649,7 +749,7 @@ uint64_t ms_emu_warp_op(int op, unsigned mask, uint64_t value, int arg, int widt
   f->arg = arg;
   W.arrived |= bit;
   /* (only __syncwarp orders memory among the lanes) */
-  char *const wsync = &E.warp_sync[f->ids.warp][W.gen & 1u];
+  char *const wsync = E.warp_sync + 2 * f->ids.warp + (W.gen & 1u);
   if (op == MS_EMU_SYNCWARP) MS_EMU_RELEASE(wsync);
   if (W.arrived != mask) {
     f->wait_what = op_name(op);
@@ -781,8 +881,22 @@ int ms_emu_run(const ms_emu_kernel *k, const ms_emu_dim3 grid, const ms_emu_dim3
       }
   ms_emu_catch_faults(0);
   E.cur = NULL;
+#ifdef MS_EMU_TSAN
+  if (E.race_blocks) MS_EMU_ACQUIRE(&E.block_out);   /* the host after every block */
+#endif
   return rc;
 }
+
+#ifdef MS_EMU_TSAN
+/* shim.h's fences and atomics in the race check across blocks (above) */
+void ms_emu_race_fence(void) {
+  if (E.race_blocks && !E.race_nofence) MS_EMU_RELEASE(&E.fence);
+}
+void ms_emu_race_atomic(const void *p) {
+  const char *c = (const char *)p;
+  if (E.race_blocks && !(c >= ms_emu_shared_start && c < ms_emu_shared_stop)) MS_EMU_ACQUIRE(&E.fence);
+}
+#endif
 
 void ms_emu_stats(unsigned long long *launches, unsigned long long *blocks, unsigned long long *switches) {
   if (launches) *launches = E.n_launches;

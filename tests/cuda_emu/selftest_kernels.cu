@@ -102,3 +102,40 @@ extern "C" __global__ void emu_t_args(unsigned *out, emu_t_pair p) {
 extern "C" __global__ void emu_t_prefetch(unsigned char *p, unsigned off, unsigned bytes) {
   if (threadIdx.x == 0) ms_emu_l2_prefetch(p + off, bytes);
 }
+
+/* A row's blocks hand their partials to the last of them to arrive (the
+   kernels' protocol; the row's blocks along y, as the kernels' chunks):
+   block b's thread 0 writes out[2 + b], counts its arrival in out[0], and
+   the last block writes their sum to out[1]. On a
+   GPU the count may become visible before the partial unless a
+   __threadfence comes between them: the race check across blocks
+   (MYSAMPLE_CUDA_EMU_RACE=blocks) finds the unfenced kernel's race and
+   none in the fenced one. The two are written out, not one helper, so
+   that a report names the kernel. */
+extern "C" __global__ void emu_t_fenced_partials(unsigned *out) {
+  __shared__ unsigned last;
+  if (threadIdx.x == 0) {
+    out[2 + blockIdx.y] = blockIdx.y + 1u;
+    __threadfence();
+    last = atomicAdd(&out[0], 1u) == gridDim.y - 1u;
+  }
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    unsigned s = 0u;
+    for (unsigned b = 0; b < gridDim.y; b++) s += out[2 + b];
+    out[1] = s;
+  }
+}
+extern "C" __global__ void emu_t_unfenced_partials(unsigned *out) {
+  __shared__ unsigned last;
+  if (threadIdx.x == 0) {
+    out[2 + blockIdx.y] = blockIdx.y + 1u;
+    last = atomicAdd(&out[0], 1u) == gridDim.y - 1u;
+  }
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    unsigned s = 0u;
+    for (unsigned b = 0; b < gridDim.y; b++) s += out[2 + b];
+    out[1] = s;
+  }
+}

@@ -178,16 +178,22 @@ inline double max(double a, double b) { return fmax(a, b); }
    which ThreadSanitizer sees as atomic (and as ordering nothing), as a
    GPU's atomics are. */
 #ifdef MS_EMU_TSAN
+/* The check across blocks (runtime.cpp, MYSAMPLE_CUDA_EMU_RACE=blocks):
+   a global atomic acquires what every __threadfence released */
+void ms_emu_race_atomic(const void *p);
+void ms_emu_race_fence(void);
 #define MS_EMU_ATOMIC(name, T, expr) \
   inline T name(T *p, T v) { \
     T old, nw; \
     __atomic_load(p, &old, __ATOMIC_RELAXED); \
     do { nw = (expr); } while (!__atomic_compare_exchange(p, &old, &nw, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)); \
+    ms_emu_race_atomic(p); \
     return old; \
   }
 #define MS_EMU_CAS(T) \
   inline T atomicCAS(T *p, T cmp, T v) { \
     __atomic_compare_exchange(p, &cmp, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
+    ms_emu_race_atomic(p); \
     return cmp; \
   }
 #else
@@ -227,8 +233,16 @@ MS_EMU_CAS(unsigned)
 MS_EMU_CAS(unsigned long long)
 #undef MS_EMU_ATOMIC
 #undef MS_EMU_CAS
-/* Fences order memory between concurrent threads; fibers are sequential. */
+/* Fences order memory between concurrent threads; fibers are sequential.
+   The race check across blocks sees a __threadfence as a release (of
+   everything the thread did before it) that any later global atomic
+   acquires: so a block's writes that another block reads once an atomic
+   count says they are done must come before a fence. */
+#ifdef MS_EMU_TSAN
+inline void __threadfence(void) { ms_emu_race_fence(); }
+#else
 inline void __threadfence(void) {}
+#endif
 inline void __threadfence_block(void) {}
 
 /* A kernel as the driver sees it: its name (the extern "C" symbol), the

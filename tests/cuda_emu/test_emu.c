@@ -60,7 +60,7 @@ static const char *const ptx =
   ".entry emu_t_intrinsics(\n.entry emu_t_grid(\n.entry emu_t_exit_before_barrier(\n"
   ".entry emu_t_divergent_barrier(\n.entry emu_t_exit_in_shuffle(\n.entry emu_t_barrier_vs_shuffle(\n"
   ".entry emu_t_missing_barrier(\n.entry emu_t_uninit_shared(\n.entry emu_t_bounded(\n.entry emu_t_args(\n"
-  ".entry emu_t_not_compiled_in(\n.entry emu_t_prefetch(\n";
+  ".entry emu_t_not_compiled_in(\n.entry emu_t_prefetch(\n.entry emu_t_fenced_partials(\n.entry emu_t_unfenced_partials(\n";
 
 #define SYM(f, n) do { void *s_ = dlsym(lib, n); memcpy(&(f), &s_, sizeof s_); if (!s_) { printf("  missing %s\n", n); ok = 0; } } while (0)
 static int load_lib(const char *path) {
@@ -429,6 +429,25 @@ static void test_fxw(void) {
   CHECK(bad == 0);
 }
 
+/* The last block to arrive sums the others' partials: right on the
+   emulator with the fence and without (blocks run one after another);
+   under the race check across blocks the fenceless one is a race
+   (tests/ci/cuda_race.sh's control). */
+static void test_partials(void) {
+  unsigned out[2 + 5];
+  const char *k[2] = { "emu_t_fenced_partials", "emu_t_unfenced_partials" };
+  CUdeviceptr d = 0;
+  int i;
+  CHECK_EQ_INT(D.alloc(&d, sizeof out), 0);
+  for (i = 0; i < 2; i++) {
+    CHECK_EQ_INT(D.memset32(d, 0u, 2), 0);
+    CHECK_EQ_INT(launch1(fn(k[i]), 1, 5, 64, d), 0);   /* (a row's blocks along y) */
+    CHECK_EQ_INT(D.dtoh(out, d, sizeof out), 0);
+    CHECK_MSG(out[0] == 5u && out[1] == 15u, "%s: %u arrivals, sum %u", k[i], out[0], out[1]);
+  }
+  CHECK_EQ_INT(D.free_(d), 0);
+}
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : getenv("MYSAMPLE_CUDA_DRIVER_PATH");
   if (!path || !load_lib(path)) {
@@ -450,6 +469,7 @@ int main(int argc, char **argv) {
   t_run("cuda-emu:two_threads", test_two_threads);
   t_run("cuda-emu:fxw", test_fxw);
   t_run("cuda-emu:prefetch", test_prefetch);
+  t_run("cuda-emu:partials", test_partials);
   D.unload(mod);
   D.pop(NULL);
   D.release(0);
