@@ -573,7 +573,7 @@ void use_pool(unsigned k) {
    slower); blocks with the same chunk of different rows are ordered by
    theirs, so what passes between rows is not checked (nothing should).
    Shared memory: remapped (the section is whole pages of its own:
-   tests/cuda_emu/race.ld). The barriers' sync objects: malloc'd (TSan
+   tests/cuda_emu/shared.ld). The barriers' sync objects: malloc'd (TSan
    forgets a sync object with its memory). */
 int race_fresh_block(unsigned n) {
   const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -583,7 +583,7 @@ int race_fresh_block(unsigned n) {
   if (a && b > a) {
     if ((a % page) || (b % page)) {
       snprintf(E.error, sizeof E.error, "MYSAMPLE_CUDA_EMU_RACE=blocks: the shared section [%p, %p) is not whole pages "
-               "(link with tests/cuda_emu/race.ld)", (void *)a, (void *)b);
+               "(link with tests/cuda_emu/shared.ld)", (void *)a, (void *)b);
       return -1;
     }
     if (race_remap((void *)a, (size_t)(b - a)) != 0) { snprintf(E.error, sizeof E.error, "remapping shared memory failed"); return -1; }
