@@ -86,6 +86,21 @@ extern "C" __global__ void emu_t_uninit_shared(unsigned *out) {
   if (gridDim.x == 12345u) s[threadIdx.x & 3] = threadIdx.x;
 }
 
+/* The same in a template function (gcc leaves its static in .bss, not in
+   the shared section, unless the link moves it: tests/cuda_emu/shared.ld);
+   it then writes 7s, which a second launch must not see either. */
+template <class T> __device__ T emu_t_tpl_shared_read(unsigned i) {
+  __shared__ T s[4];
+  const T v = s[i];
+  __syncthreads();
+  if (i == threadIdx.x) s[i] = (T)7;   /* (one writer each) */
+  return v;
+}
+extern "C" __global__ void emu_t_uninit_shared_tpl(unsigned *out) {
+  const unsigned v = emu_t_tpl_shared_read<unsigned>(threadIdx.x & 3u);
+  if (threadIdx.x < 4) out[threadIdx.x] = v;
+}
+
 /* A kernel with a launch bound of 64 threads. */
 extern "C" __global__ void __launch_bounds__(64) emu_t_bounded(unsigned *out) {
   out[threadIdx.x] = threadIdx.x + 1u;

@@ -60,7 +60,7 @@ static const char *const ptx =
   ".entry emu_t_intrinsics(\n.entry emu_t_grid(\n.entry emu_t_exit_before_barrier(\n"
   ".entry emu_t_divergent_barrier(\n.entry emu_t_exit_in_shuffle(\n.entry emu_t_barrier_vs_shuffle(\n"
   ".entry emu_t_missing_barrier(\n.entry emu_t_uninit_shared(\n.entry emu_t_bounded(\n.entry emu_t_args(\n"
-  ".entry emu_t_not_compiled_in(\n.entry emu_t_prefetch(\n.entry emu_t_fenced_partials(\n.entry emu_t_unfenced_partials(\n";
+  ".entry emu_t_not_compiled_in(\n.entry emu_t_prefetch(\n.entry emu_t_fenced_partials(\n.entry emu_t_uninit_shared_tpl(\n.entry emu_t_unfenced_partials(\n";
 
 #define SYM(f, n) do { void *s_ = dlsym(lib, n); memcpy(&(f), &s_, sizeof s_); if (!s_) { printf("  missing %s\n", n); ok = 0; } } while (0)
 static int load_lib(const char *path) {
@@ -326,11 +326,18 @@ static void test_random_schedule(void) {
 static void test_shared_poison(void) {
   unsigned out[4];
   CUdeviceptr d = 0;
+  int i;
   CHECK_EQ_INT(D.alloc(&d, sizeof out), 0);
   CHECK_EQ_INT(launch1(fn("emu_t_uninit_shared"), 1, 1, 32, d), 0);
   CHECK_EQ_INT(D.dtoh(out, d, sizeof out), 0);
   CHECK_EQ_INT(out[0], 0xffffffffu);
   CHECK_EQ_INT(out[3], 0xffffffffu);
+  for (i = 0; i < 2; i++) {   /* (the second launch after the first's 7s) */
+    CHECK_EQ_INT(launch1(fn("emu_t_uninit_shared_tpl"), 1, 1, 32, d), 0);
+    CHECK_EQ_INT(D.dtoh(out, d, sizeof out), 0);
+    CHECK_MSG(out[0] == 0xffffffffu && out[3] == 0xffffffffu, "launch %d: a template function's __shared__ read 0x%x, "
+              "0x%x before any write, not the poison (tests/cuda_emu/shared.ld)", i, out[0], out[3]);
+  }
   CHECK_EQ_INT(D.free_(d), 0);
 }
 
