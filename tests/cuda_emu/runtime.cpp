@@ -49,11 +49,11 @@
    that observed nothing of the fenced block still acquires). So a block
    that reads what another wrote once an atomic count says it is done
    (the last block of a row, say) races unless the writer fenced between
-   its writes and its count. Each block gets fresh TSan fibers, stacks,
-   shared memory and barrier sync objects (what TSan knew of the last
-   block's forgotten: mmap over them resets their shadow), since the
-   GPU's blocks have their own. MYSAMPLE_CUDA_EMU_RACE=blocks,nofence
-   drops every fence's release: the control, whose races must be found. */
+   its writes and its count. A row's blocks run on fibers (and stacks) of
+   their own, and each block gets fresh shared memory and barrier sync
+   objects (race_fresh_block), since the GPU's blocks have their own.
+   MYSAMPLE_CUDA_EMU_RACE=blocks,nofence drops every fence's release: the
+   control, whose races must be found. */
 #ifdef MS_EMU_TSAN
 #  include <sanitizer/tsan_interface.h>
 #  define MS_EMU_RELEASE(p) __tsan_release((void *)(p))
