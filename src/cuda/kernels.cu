@@ -194,8 +194,8 @@ struct Part { float m; i32 am; float mr; float sr; i32 fl; i32 pad; };
 struct Sel {
   Part P;                 /* the combined statistics of the row */
   i32 status;             /* 0, or ST_* from the statistics */
-  i32 stats_arrived;      /* blocks of ms_k_stats done (the last resets it) */
-  i32 arrived;            /* blocks of the current pass done (the last resets it) */
+  i32 stats_arrived;      /* blocks of ms_k_stats done (back to 0 at the last: arrive) */
+  i32 arrived;            /* blocks of the current pass done (back to 0 at the last: arrive) */
   u32 t_minp;             /* min_p's threshold key (minp_key) */
   u32 lower;              /* the current radix selection: keys >= lower ... */
   u32 prefix, pm;         /* ... whose bits under pm equal prefix */
@@ -230,12 +230,15 @@ struct Sel {
   i32 sums_done;          /* P_PGATHER or ms_k_tail summed the draw's tiles: P_SUMS skips the row (the last word: tests read it) */
 };
 
-/* A row's arrival count (Sel.stats_arrived, Sel.arrived) back to 0 by
-   the last block to arrive: an atomic store, as the other blocks' counts
-   were atomics after their fences (a plain store beside them is a data
-   race in CUDA's memory model, whatever a GPU does with it; the race
-   check across blocks reports it). */
-__device__ __forceinline__ void arrivals_reset(i32 *count) { atomicExch(count, 0); }
+/* A block's arrival in its row's count (Sel.stats_arrived, Sel.arrived)
+   of n_parts blocks: whether it is the last, whose arrival takes the
+   count back to 0 in the same atomic (atomicInc wraps), so no store
+   resets it beside the others' atomics (a data race in CUDA's memory
+   model, whatever a GPU does with it: the race check across blocks
+   reported the plain stores that did until session 29). */
+__device__ __forceinline__ bool arrive(i32 *count, i32 n_parts) {
+  return atomicInc((u32 *)count, (u32)(n_parts - 1)) == (u32)(n_parts - 1);
+}
 static_assert(sizeof(Sel) == 41160, "Sel: MS__CUDA_SEL_BYTES in impl_launch.c");
 
 /* ms_cuda_out in api_cuda.h. */
@@ -1886,7 +1889,7 @@ __device__ __forceinline__ int stats_close(const Args &A, const Row &R, Sel *Q, 
   if (threadIdx.x == 0) {
     pp[c] = p;
     __threadfence();   /* the partial before the count that announces it */
-    *s_last = atomicAdd(&Q->stats_arrived, 1) == A.n_parts - 1;
+    *s_last = arrive(&Q->stats_arrived, A.n_parts);
   }
   __syncthreads();
   if (!*s_last) return 0;
@@ -1894,7 +1897,6 @@ __device__ __forceinline__ int stats_close(const Args &A, const Row &R, Sel *Q, 
   if (threadIdx.x == 0) {
     Q->P = t;
     Q->status = part_status(t);
-    arrivals_reset(&Q->stats_arrived);
     Q->arrived = 0;   /* (no block of this launch counts in it) */
     Q->t_minp = (!(R.flags & F_GREEDY) && R.min_p > 0.0f) ? minp_key(t.m, R.inv_temp, R.min_p) : MS_KEY_NEG_INF + 1u;
     Q->lower = 0u; Q->prefix = 0u; Q->pm = 0u; Q->tk = 0u; Q->tp = 0u;
@@ -2382,7 +2384,7 @@ __device__ __forceinline__ bool pass_skips(const Sel *Q, i32 ps) {
 __device__ __forceinline__ bool last_to_arrive(Sel *Q, i32 n_parts, i32 *s_last) {
   __threadfence();   /* this block's results before the count that announces them */
   __syncthreads();
-  if (threadIdx.x == 0) *s_last = atomicAdd(&Q->arrived, 1) == n_parts - 1;
+  if (threadIdx.x == 0) *s_last = arrive(&Q->arrived, n_parts);
   __syncthreads();
   return *s_last != 0;
 }
@@ -2431,7 +2433,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   __shared__ i32 s_last;
   __shared__ Row sR;
   __shared__ DrawSh s_draw;
-  const i32 r = blockIdx.x, tid = threadIdx.x;
+  const i32 r = blockIdx.x;
   Sel *Q = (Sel *)A.sel + r;
   const i32 V = A.vocab;
   PassBlock pb;
@@ -2455,7 +2457,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_sums(Args
   /* the last block to finish draws an F_END row (ms_k_row's draw, on the
      same tile sums) */
   if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tile sums first) */
-  if (tid == 0) arrivals_reset(&Q->arrived);
   end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
 }
 #endif
@@ -2510,7 +2511,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pgather(A
   if (tid == 0) { atomicAdd((unsigned long long *)&Q->pz, zt); atomicAdd((unsigned long long *)&Q->pa, at); }
   /* the last block to finish decides, and draws an F_END row */
   if (!last_to_arrive(Q, A.n_parts, &s_last)) return;   /* (this block's tile sums first) */
-  if (tid == 0) arrivals_reset(&Q->arrived);
   if (!(theta = pgather_finish(A.pcand, R, Q, r, V, M, S, lower, sh, &s_n))) return;
   if (R.flags & F_END) end_draw(A, R, r, Q, src, V, theta, cut, M, S, sh, &s_draw);
 }
@@ -2606,7 +2606,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
     if (count && tot <= (double)R.top_k) {
       /* at most k keys qualify: all are kept (candidates when few) */
       if (tid == 0) {
-        Q->tk = lower; Q->cdone = 1; arrivals_reset(&Q->arrived);
+        Q->tk = lower; Q->cdone = 1;
         if (tot <= (double)MS_CAND && !no_cand) { Q->cand = 1; Q->cedge = lower; }
       }
       return;
@@ -2628,12 +2628,12 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pass(Args
   if (count && j == 0 && above + sh.d[b] <= (double)MS_CAND && !no_cand) {
     /* the keys from bin b up hold the k largest and are few: P_CAND
        gathers them and ms_k_row finishes top_k and top_p on them */
-    if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; arrivals_reset(&Q->arrived); }
+    if (tid == 0) { Q->cand = 1; Q->cedge = max(lower, (u32)b << shift); Q->cdone = 1; }
     return;
   }
   if (tid == 0) {
     const u32 np = prefix | ((u32)b << shift), npm = pm | ((u32)(nb - 1) << shift);
-    Q->lower = lower; Q->prefix = np; Q->pm = npm; Q->target = target - above; arrivals_reset(&Q->arrived);
+    Q->lower = lower; Q->prefix = np; Q->pm = npm; Q->target = target - above;
     if (j == 2) {
       if (count) { Q->tk = np; Q->cdone = 1; }
       else { Q->tp = np; Q->pdone = 1; }
@@ -2705,7 +2705,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST, MS_PASS_MINB) ms_k_pbin(Args
     const u32 kmax = fkey(M);
     Q->pk_lo = topp_key(lower, kmax, b_lo, M, S);
     Q->pk_hi = b_hi >= MS_PB_NB - 1 ? kmax + 1u : topp_key(lower, kmax, b_hi + 1, M, S);
-    Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND; arrivals_reset(&Q->arrived);
+    Q->ncand = 0u; Q->pbins = n > 0u && n <= (u32)MS_PCAND;
   }
 }
 #endif
@@ -2795,7 +2795,7 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_ties(Args A) {
     }
   }
   __syncthreads();
-  if (tid == 0) { Q->cut = s_id; arrivals_reset(&Q->arrived); }
+  if (tid == 0) Q->cut = s_id;
 }
 #endif
 
@@ -2869,7 +2869,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_eps(Args A) {
     if ((double)tc < want) tc = __uint_as_float(__float_as_uint(tc) + 1u);   /* keep p >= cut exactly */
     if (tc > 1.0f) tc = 1.0f;   /* the max (weight 1) stays */
     Q->t_eps = max(Q->t_eps, minp_key(M, S, tc));
-    arrivals_reset(&Q->arrived);
   }
 }
 #endif
