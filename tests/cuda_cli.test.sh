@@ -210,6 +210,7 @@ assert d["emulator"] is emu and ("emulator" in d["device"]) == emu and d["target
 c = g["cuda_create"][0]
 for k in ("create_first_ms", "create_warm_ms", "first_source", "compile_ms", "disk_load_ms"): assert k in c, k
 assert c["create_first_ms"] > 0 and c["create_warm_ms"] > 0
+assert c["compile_ms"] is not None and c["compile_ms"] > 0, c
 f = g["cuda_floor"][0]
 assert f["copy_bytes"] == 1048576 and f["copy_gbps"] > 0, f
 cases = {(l["config"], l["batch"], l["vocab"]) for l in g["cuda"]}
@@ -227,14 +228,21 @@ check ${pfx}bench_json '[ $rc = 0 ] && grep -q "^ok$" $tmp/bench.log || { cat $t
 # --min-tokens: the rows take the mask path (EOS, id 0, masked; the bench
 # checks the greedy rows against the argmax of the other ids)
 $bin bench --device cuda --batch 1,2 --vocab 3000 --config greedy,top_p_0.9 --reps 1 --inner 1 --copy-mb 1 \
-  --working-set-mb 0 --min-tokens 3 --json > $tmp/bench_mt.jsonl 2>> $tmp/emu.err
+  --working-set-mb 0 --no-cold-compile --min-tokens 3 --json > $tmp/bench_mt.jsonl 2>> $tmp/emu.err
 check ${pfx}bench_min_tokens '[ $? = 0 ] && [ $(grep -c "\"min_tokens\": 3," $tmp/bench_mt.jsonl) = 4 ]'
+# (--no-cold-compile, as the benches below: no cold compile, compile_ms null)
+check ${pfx}bench_no_cold_compile 'grep -q "\"compile_ms\": null" $tmp/bench_mt.jsonl'
 $bin bench --device cuda --min-tokens -1 > /dev/null 2> $tmp/mt.err
 check bench_min_tokens_bad '[ $? = 2 ] && grep -q "bad --min-tokens" $tmp/mt.err'
+# a flag as the last word: unknown (not "needs a value"), or one that wants a value
+$bin bench --device cuda --no-such-flag > /dev/null 2> $tmp/uf.err
+check bench_unknown_last_flag '[ $? = 2 ] && grep -q "unknown flag .--no-such-flag." $tmp/uf.err && ! grep -q "needs a value" $tmp/uf.err'
+$bin bench --device cuda --reps > /dev/null 2> $tmp/uf.err
+check bench_last_flag_wants_value '[ $? = 2 ] && grep -q "^mysample bench: --reps needs a value" $tmp/uf.err'
 # --logprobs: every row's raw logprob, rank and top 5 (ms_k_lp; the bench
 # checks each row's result against its token)
 $bin bench --device cuda --batch 1,3 --vocab 3000 --config greedy,top_k_50_top_p_0.95 --reps 1 --inner 1 --copy-mb 1 \
-  --working-set-mb 0 --logprobs 5 --json > $tmp/bench_lp.jsonl 2>> $tmp/emu.err
+  --working-set-mb 0 --no-cold-compile --logprobs 5 --json > $tmp/bench_lp.jsonl 2>> $tmp/emu.err
 check ${pfx}bench_logprobs '[ $? = 0 ] && [ $(grep -c "\"logprobs\": 5}" $tmp/bench_lp.jsonl) = 4 ]'
 $bin bench --device cuda --logprobs 1025 > /dev/null 2> $tmp/lp.err
 check bench_logprobs_bad '[ $? = 2 ] && grep -q "bad --logprobs" $tmp/lp.err'
@@ -242,7 +250,7 @@ check bench_logprobs_bad '[ $? = 2 ] && grep -q "bad --logprobs" $tmp/lp.err'
 # (the bench checks the greedy rows against the argmax of the penalised
 # logits: the raw argmax lies in the prompt for about 2 rows in 3)
 $bin bench --device cuda --batch 1,8 --vocab 3000 --config greedy,min_p_0.05 --reps 1 --inner 1 --copy-mb 1 \
-  --working-set-mb 0 --penalties 2000 --json > $tmp/bench_pen.jsonl 2>> $tmp/emu.err
+  --working-set-mb 0 --no-cold-compile --penalties 2000 --json > $tmp/bench_pen.jsonl 2>> $tmp/emu.err
 check ${pfx}bench_penalties '[ $? = 0 ] && [ $(grep -c "\"penalties\": 2000," $tmp/bench_pen.jsonl) = 4 ]'
 $bin bench --device cuda --penalties -1 > /dev/null 2> $tmp/pen.err
 check bench_penalties_bad '[ $? = 2 ] && grep -q "bad --penalties" $tmp/pen.err'
@@ -250,10 +258,10 @@ check bench_penalties_bad '[ $? = 2 ] && grep -q "bad --penalties" $tmp/pen.err'
 # the host's side alone: an emulator that runs no kernels (NOEXEC) leaves
 # the tokens unwritten, which the bench's check finds unless --no-check
 MYSAMPLE_CUDA_EMU_NOEXEC=1 $bin bench --device cuda --batch 2 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 \
-  --working-set-mb 0 > /dev/null 2> $tmp/nx.err
+  --working-set-mb 0 --no-cold-compile > /dev/null 2> $tmp/nx.err
 check ${pfx}bench_noexec_caught '[ $? = 1 ] && grep -q "wrong" $tmp/nx.err'
 MYSAMPLE_CUDA_EMU_NOEXEC=1 $bin bench --device cuda --batch 2 --vocab 3000 --config greedy,top_p_0.9 --reps 1 --inner 1 --copy-mb 1 \
-  --working-set-mb 0 --no-check --json > $tmp/nx.jsonl 2> $tmp/nx.err
+  --working-set-mb 0 --no-cold-compile --no-check --json > $tmp/nx.jsonl 2> $tmp/nx.err
 check ${pfx}bench_noexec_host_us '[ $? = 0 ] && [ $(grep -c "\"host_us_per_batch\": [0-9]" $tmp/nx.jsonl) = 2 ]'
 python3 tools/gpu_bench.py table --raw $tmp/bench.jsonl > $tmp/table.md 2> $tmp/table.err
 check emu_bench_table '[ $? = 0 ] && grep -q "CPU EMULATOR" $tmp/table.md && [ $(grep -c "^| 3000 |" $tmp/table.md) = 8 ] && grep -q "^- GPU model: mysample CPU emulator" $tmp/table.md'
@@ -267,9 +275,9 @@ cat > $tmp/fi.jsonl <<'EOF2'
 EOF2
 python3 tools/gpu_bench.py table $tmp/bench.jsonl $tmp/fi.jsonl > $tmp/table_fi.md 2> $tmp/table.err
 check emu_bench_table_flashinfer '[ $? = 0 ] && grep -q "^- FlashInfer 0.7.2.post1 through tools/flashinfer_bench.cu" $tmp/table_fi.md && grep -q "^| 3000 | 2 | top_p_0.9 | .* | 1000000000.0 | " $tmp/table_fi.md && grep -q "joint route.*V=3000 B=1 top_k_50_top_p_0.95 77.5" $tmp/table_fi.md && grep -q "^- faster than FlashInfer at every batch size: \*\*yes\*\* (1 of 1)" $tmp/table_fi.md'
-$bin bench --device cuda --batch 1 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 --working-set-mb 0 \
+$bin bench --device cuda --batch 1 --vocab 3000 --config greedy --reps 1 --inner 1 --copy-mb 1 --working-set-mb 0 --no-cold-compile \
   > $tmp/bench.txt 2>> $tmp/emu.err
-check emu_bench_text '[ $? = 0 ] && grep -q "^NOTE: this is the CPU emulator" $tmp/bench.txt && grep -q "^greedy  *1  *3000 " $tmp/bench.txt'
+check emu_bench_text '[ $? = 0 ] && grep -q "^NOTE: this is the CPU emulator" $tmp/bench.txt && grep -q "^greedy  *1  *3000 " $tmp/bench.txt && ! grep -q "cold NVRTC compile" $tmp/bench.txt'
 
 # the emulator reports bad driver calls and leaked allocations on stderr
 if grep -q '^\[cuda-emu\]' $tmp/emu.err; then

@@ -127,7 +127,7 @@ static void gb_usage(FILE *f) {
     "usage: mysample bench --device cuda [--batch B,...] [--vocab V,...] [--config NAME,...]\n"
     "                      [--reps N] [--inner K] [--sigma S] [--working-set-mb M] [--copy-mb M]\n"
     "                      [--cache-dir DIR|off] [--topp radix|bins] [--split G] [--min-tokens N]\n"
-    "                      [--logprobs N] [--penalties N] [--no-check] [--json]\n"
+    "                      [--logprobs N] [--penalties N] [--no-check] [--no-cold-compile] [--json]\n"
     "  The GPU figures, in one run: every batch (default 1,32,256) x vocab (default\n"
     "  128256,151936) x configuration (greedy, top_p_0.9, min_p_0.05,\n"
     "  top_k_50_top_p_0.95) on N(0, sigma^2) logits resident on the device (sigma 1).\n"
@@ -163,7 +163,9 @@ static void gb_usage(FILE *f) {
     "  after each case (which would fail: nothing sampled them).\n"
     "  Also: the first ms_cuda_create of the process on an existing context (loads\n"
     "  NVRTC, compiles or reads the disk cache, allocates) and the warm one\n"
-    "  (in-memory cache), a cold NVRTC compile and a disk-cache load.\n"
+    "  (in-memory cache), a cold NVRTC compile and a disk-cache load\n"
+    "  (--no-cold-compile leaves the cold compile out, compile_ms null: it\n"
+    "  costs seconds of CPU, which the tests' runs at toy sizes need not pay).\n"
     "  JSON keys (--json, one object per line): group cuda_device | cuda_create |\n"
     "  cuda_floor | cuda; the cuda lines: impl config batch vocab sigma us_per_batch\n"
     "  us_per_row host_us_per_batch floor_us x_floor copy_gbps device target\n"
@@ -175,7 +177,7 @@ static void gb_usage(FILE *f) {
 int ms_cli_bench_cuda(int argc, char **argv) {
   int32_t batches[16] = {1, 32, 256}, vocabs[16] = {128256, 151936};
   int n_batches = 3, n_vocabs = 2, cfg_on[GB_N_CFGS];
-  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1, check = 1, penalties = 0;
+  int reps = 31, inner = 20, json = 0, i, k, rc = 0, cache_off = 0, topp = MS_CUDA_TOPP_DEFAULT, split = 0, min_tokens = 0, logprobs = -1, check = 1, penalties = 0, cold_compile = 1;
   double ws_mb = 256.0, copy_mb = 256.0;
   float sigma = 1.0f;
   const char *cache_dir = NULL, *env, *drv_path;
@@ -202,7 +204,17 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { gb_usage(stdout); return 0; }
     else if (!strcmp(a, "--json")) json = 1;
     else if (!strcmp(a, "--no-check")) check = 0;
-    else if (!v) { fprintf(stderr, "mysample bench: %s needs a value\n", a); return 2; }
+    else if (!strcmp(a, "--no-cold-compile")) cold_compile = 0;
+    else if (!v) {
+      /* the last word: a flag that wants a value, or none this command knows */
+      static const char *const value_flags[] = { "--device", "--batch", "--vocab", "--config", "--reps", "--inner", "--sigma",
+                                                 "--working-set-mb", "--topp", "--split", "--logprobs", "--penalties",
+                                                 "--min-tokens", "--copy-mb", "--cache-dir" };
+      for (k = 0; k < (int)(sizeof value_flags / sizeof value_flags[0]); k++) if (!strcmp(a, value_flags[k])) break;
+      if (k < (int)(sizeof value_flags / sizeof value_flags[0])) fprintf(stderr, "mysample bench: %s needs a value\n", a);
+      else { fprintf(stderr, "mysample bench: unknown flag '%s' with --device cuda\n", a); gb_usage(stderr); }
+      return 2;
+    }
     else if (!strcmp(a, "--device")) { i++; if (strcmp(v, "cuda")) { fprintf(stderr, "mysample bench: bad --device '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--batch")) { i++; if (!(n_batches = gb_list(v, batches, 16, 1, 1 << 20))) { fprintf(stderr, "mysample bench: bad --batch '%s'\n", v); return 2; } }
     else if (!strcmp(a, "--vocab")) { i++; if (!(n_vocabs = gb_list(v, vocabs, 16, 2, 1 << 28))) { fprintf(stderr, "mysample bench: bad --vocab '%s'\n", v); return 2; } }
@@ -312,7 +324,7 @@ int ms_cli_bench_cuda(int argc, char **argv) {
     }
     memset(&co, 0, sizeof co);
     co.no_disk_cache = 1; co.no_memory_cache = 1;
-    if (ms_cuda_compile(sm, &co, &info, log, sizeof log) == MS_OK) compile_ms = info.seconds * 1e3;
+    if (cold_compile && ms_cuda_compile(sm, &co, &info, log, sizeof log) == MS_OK) compile_ms = info.seconds * 1e3;
   }
 
   if (json) {

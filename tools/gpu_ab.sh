@@ -25,8 +25,11 @@ for ((r = 1; r <= rounds; r++)); do
   for v in "$@"; do
     IFS='|' read -r name bin opts flags envs <<< "$v"
     bin=${bin:-build/mysample}
+    # no cold compile a run (seconds of the lease each) where the build
+    # can leave it out (older baselines cannot)
+    nocc=; "$bin" bench --device cuda --help 2>/dev/null | grep -q -- --no-cold-compile && nocc=--no-cold-compile
     # shellcheck disable=SC2086 # the flags and the environment are words
-    env $envs MYSAMPLE_CUDA_CACHE="$cache/$name" MYSAMPLE_CUDA_NVRTC_OPTIONS="$opts" "$bin" bench --device cuda --json $flags \
+    env $envs MYSAMPLE_CUDA_CACHE="$cache/$name" MYSAMPLE_CUDA_NVRTC_OPTIONS="$opts" "$bin" bench --device cuda --json $nocc $flags \
       | grep '"group": "cuda"' | sed "s/^{/{\"variant\": \"$name\", \"round\": $r, /" >> "$out" \
       || echo "gpu_ab: variant $name failed in round $r" >&2
   done

@@ -108,7 +108,7 @@ profile() {
     for b in ${PROFILE_BATCHES:-1 32 256}; do
       echo "== $c batch $b"
       "$ncu" --clock-control none --csv --metrics $m build/mysample bench --device cuda --batch $b --vocab 128256 \
-        --config $c --reps 1 --inner 1 --working-set-mb 0 --copy-mb 1 ${PROFILE_TOPP:+--topp $PROFILE_TOPP} 2>&1 | grep '^"' | grep -v dtod
+        --config $c --reps 1 --inner 1 --working-set-mb 0 --copy-mb 1 --no-cold-compile ${PROFILE_TOPP:+--topp $PROFILE_TOPP} 2>&1 | grep '^"' | grep -v dtod
     done
   done
 }
@@ -122,7 +122,7 @@ topp() {
   local t
   for t in radix bins radix bins; do
     build/mysample bench --device cuda --config top_p_0.9,top_k_50_top_p_0.95 --batch 1,32,256 --vocab 128256 \
-      --topp $t --json | grep '"group": "cuda"'
+      --topp $t --no-cold-compile --json | grep '"group": "cuda"'
   done
   MYSAMPLE_CUDA_TOPP=bins build/tests/test_cuda
 }
