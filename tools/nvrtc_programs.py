@@ -8,6 +8,7 @@ usage: tools/nvrtc_programs.py [--arch sm_90] [--reps 3] [--nvrtc PATH]
                                [--source src/cuda/kernels.cu ...] [--units 0,1,2,3,4,5,6,7]
                                [-D NAME=VALUE ...] [--save DIR]   (units: 8-10 too with -D MS_TOPP_BINS=1)
                                [--fast-units 3,5,6|all|none] [--fast LEVEL]
+                               [--opt NVRTC_OPTION ...] [--variant NVRTC_OPTION ...]
 
 Prints the best of --reps compiles per program (the programs alternate
 between reps, so a slow spell of the machine touches all of them), then
@@ -25,7 +26,11 @@ for the small programs (FAST_UNITS below; keep it in step with
 ms__cu_unit_fast_ok; --fast-units as $MYSAMPLE_CUDA_FAST_UNITS, --fast
 min|mid|max the level those programs get, to see what each level saves).
 -D adds a define to every program (-D MS_TOPP_BINS=1:
-the programs of an ms_cuda with top_p's bins, which adds programs 8-10)."""
+the programs of an ms_cuda with top_p's bins, which adds programs 8-10).
+--opt adds an NVRTC option to every program (as
+$MYSAMPLE_CUDA_NVRTC_OPTIONS does: --ptxas-options=-O2, say); each
+--variant adds a column: the first source compiled with that option
+too, in the same reps (to weigh an option against the default)."""
 import argparse
 import ctypes
 import os
@@ -82,6 +87,8 @@ def main():
     ap.add_argument("--save", default=None, metavar="DIR")
     ap.add_argument("--fast-units", default=None, metavar="LIST")
     ap.add_argument("--fast", default="min", choices=["min", "mid", "max"])
+    ap.add_argument("--opt", action="append", default=[], metavar="NVRTC_OPTION")
+    ap.add_argument("--variant", action="append", default=[], metavar="NVRTC_OPTION")
     a = ap.parse_args()
     fast_units = FAST_UNITS
     if a.fast_units is not None:
@@ -91,9 +98,12 @@ def main():
     lib = load(a.nvrtc)
     paths = a.source or ["src/cuda/kernels.cu"]
     srcs = [open(p, "rb").read() for p in paths]
+    # each column: a source and the options it adds
+    cols = [(s_, []) for s_ in srcs] + [(srcs[0], [v]) for v in a.variant]
+    names = list(paths) + ["+" + v for v in a.variant]
     bins = any(d.startswith("MS_TOPP_BINS=") and d != "MS_TOPP_BINS=0" for d in a.defines)
     units = [int(u) for u in a.units.split(",")] if a.units else list(range(11 if bins else 8))
-    best = [{u: float("inf") for u in units} for _ in srcs]
+    best = [{u: float("inf") for u in units} for _ in cols]
     if a.save:
         os.makedirs(a.save, exist_ok=True)
     for rep in range(a.reps):
@@ -101,17 +111,18 @@ def main():
             opts = ["-std=c++14", "-minimal", "--gpu-architecture=" + a.arch, "-DMS_UNIT=%d" % u] + ["-D" + d for d in a.defines]
             if u in fast_units:
                 opts.append(fast_opt)
-            for k, src in enumerate(srcs):
+            opts += a.opt
+            for k, (src, extra) in enumerate(cols):
                 save = os.path.join(a.save, "program-%d.cubin" % u) if a.save and k == 0 and rep == 0 else None
-                best[k][u] = min(best[k][u], compile_once(lib, src, opts, save))
-    if len(srcs) > 1:
-        print("program  " + "  ".join("%12s" % p[-12:] for p in paths))
+                best[k][u] = min(best[k][u], compile_once(lib, src, opts + extra, save))
+    if len(cols) > 1:
+        print("program  " + "  ".join("%12s" % p[-12:] for p in names))
     for u in units:
         print("program %d: %s%s" % (u, "  ".join("%.3f s" % b[u] for b in best),
                                     "  (%s)" % fast_opt if u in fast_units else ""))
-    for p, b in zip(paths, best):
+    for p, b in zip(names, best):
         print("largest: program %d, %.3f s (best of %d, %s%s)" % (max(b, key=b.get), max(b.values()), a.reps, a.arch,
-                                                                  ", " + p if len(srcs) > 1 else ""))
+                                                                  ", " + p if len(cols) > 1 else ""))
 
 
 if __name__ == "__main__":
