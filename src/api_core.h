@@ -81,9 +81,11 @@ typedef enum ms_profile {
   MS__PROFILE_COUNT_
 } ms_profile;
 
-/* Name of a profile ("vllm", "hf", "sglang", "llamacpp"), NULL if unknown. */
+/* Name of a profile ("vllm", "hf", "sglang", "llamacpp": a static
+   string), NULL if unknown. Thread safety: pure. */
 MSDEF const char *ms_profile_name(ms_profile profile);
-/* Profile from its name; returns -1 when the name is unknown. */
+/* Profile from its name (as ms_profile_name writes it; NULL allowed);
+   returns -1 when the name is unknown. Thread safety: pure. */
 MSDEF int ms_profile_from_name(const char *name);
 
 /* ---- parameters --------------------------------------------------------- */

@@ -310,11 +310,13 @@ MSDEF ms_result ms_chunk_write(ms_out *out, const ms_response *r, const ms_chunk
 
 /* Writes the usage chunk that ends a stream when stream_options.include_usage
    is set: the same header with "choices":[] and "usage":{prompt_tokens,
-   completion_tokens, total_tokens}. Returns as ms_chunk_write. */
+   completion_tokens, total_tokens}. Returns as ms_chunk_write.
+   Thread safety: reentrant (touches only out). */
 MSDEF ms_result ms_usage_chunk_write(ms_out *out, const ms_response *r, const ms_usage *usage);
 
 /* Writes the stream terminator "data: [DONE]\n\n". Returns MS_OK,
-   MS_ERR_NULL_ARGUMENT, MS_ERR_BUFFER_TOO_SMALL or MS_ERR_CALLBACK. */
+   MS_ERR_NULL_ARGUMENT, MS_ERR_BUFFER_TOO_SMALL or MS_ERR_CALLBACK.
+   Thread safety: reentrant (touches only out). */
 MSDEF ms_result ms_done_write(ms_out *out);
 
 /* Writes the non-stream object (chat.completion with "message":{"role":

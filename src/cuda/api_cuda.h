@@ -24,7 +24,8 @@ MSDEF ms_result ms_cuda_load_nvrtc(const char *path, char *msg, size_t msg_size)
    says which). Thread safety: safe. */
 MSDEF ms_result ms_cuda_load_driver(const char *path, char *msg, size_t msg_size);
 
-/* NVRTC's version (after a successful ms_cuda_load_nvrtc), else 0/0. */
+/* NVRTC's version into *major and *minor (either may be NULL) after a
+   successful ms_cuda_load_nvrtc, else 0 and 0. Thread safety: safe. */
 MSDEF void ms_cuda_nvrtc_version(int *major, int *minor);
 
 /* ---- compiling ----------------------------------------------------------- */
@@ -118,10 +119,13 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *desc);
 MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *msg, size_t msg_size);
 
 /* Frees everything ms_cuda_create made (synchronises with the device
-   first). NULL is allowed. */
+   first: work still queued on cu's streams finishes). NULL is allowed.
+   Thread safety: no other call on cu may run or follow. */
 MSDEF void ms_cuda_destroy(ms_cuda *cu);
 
-/* The compiled target ("sm_90", "compute_120", ...) and the device name. */
+/* The compiled target ("sm_90", "compute_120", ...) and the device name:
+   strings owned by cu, valid until ms_cuda_destroy ("" for NULL).
+   Thread safety: safe (read only). */
 MSDEF const char *ms_cuda_target(const ms_cuda *cu);
 MSDEF const char *ms_cuda_device_name(const ms_cuda *cu);
 
@@ -235,7 +239,9 @@ MSDEF ms_result ms_cuda_seq_budget_state(ms_cuda *cu, int32_t slot, ms_budget_st
    for tokens chosen outside ms_cuda_sample (e.g. speculative decoding); a
    slot's tokens join its history in the order of j. Ids outside
    [0, max_vocab) and negative slots are skipped. Asynchronous (one block
-   of 256 threads: meant for a step's tokens, not for bulk loads). Returns MS_OK, MS_ERR_NULL_ARGUMENT or MS_ERR_DEVICE. */
+   of 256 threads: meant for a step's tokens, not for bulk loads). Returns
+   MS_OK, MS_ERR_NULL_ARGUMENT or MS_ERR_DEVICE. Thread safety: one call at
+   a time per ms_cuda. */
 MSDEF ms_result ms_cuda_seq_accept(ms_cuda *cu, void *stream, const void *slots, const void *tokens, int32_t n);
 
 /* ---- small helpers (for programs that do not link the CUDA runtime) ------- */
