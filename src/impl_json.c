@@ -374,6 +374,7 @@ MSDEF size_t ms_json_float(char buf[24], float v) {
   /* Digits, without trailing zeros. */
   while (d && d % 10 == 0) { d /= 10; lo_s++; }
   nd = 0;
+  dig[0] = '0';   /* (the loop below always writes it; gcc -O1 cannot tell: -Wmaybe-uninitialized) */
   { char r[24]; int k = 0; do { r[k++] = (char)('0' + (int)(d % 10)); d /= 10; } while (d);
     while (k) dig[nd++] = r[--k]; }
   X = lo_s + nd - 1;   /* decimal exponent of the first digit */

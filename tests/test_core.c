@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200112L
 #include "mysample.h"
 #include "testlib.h"
+#include "tenv.h"
 #include "../tools/naive.h"
 #include <stdlib.h>
 
@@ -18,9 +19,9 @@ static const char *simd_paths[] = { "scalar", "sse2", "avx2", "avx512", "neon" }
 static ms_sampler *make_sampler(const char *simd, int32_t max_vocab) {
   ms_sampler_desc d; ms_sampler *s = NULL;
   memset(&d, 0, sizeof d); d.max_vocab = max_vocab;
-  setenv("MYSAMPLE_SIMD", simd, 1);
+  t_setenv("MYSAMPLE_SIMD", simd);
   if (ms_sampler_create(&s, &d) != MS_OK) return NULL;
-  unsetenv("MYSAMPLE_SIMD");
+  t_setenv("MYSAMPLE_SIMD", NULL);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #define MYSAMPLE_CUDA_IMPLEMENTATION
 #include "mysample_cuda.h"
 #include "testlib.h"
+#include "tenv.h"
 #include <stdlib.h>
 #include <sys/time.h>
 #ifndef _WIN32
@@ -114,23 +115,19 @@ static void test_nvrtc_unsupported_arch(void) {
 static void test_nvrtc_options_env(void) {
   const char *opts[16];
   int n;
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#else
-  setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "  -a --bb  -c -d -e -f -g -h ", 1);
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "  -a --bb  -c -d -e -f -g -h ");
   n = ms__cu_extra_opts(opts, 16);
   CHECK_EQ_INT(n, 6);
   if (n == 6) {
     CHECK(!strcmp(opts[0], "-a") && !strcmp(opts[1], "--bb") && !strcmp(opts[2], "-c"));
     CHECK(!strcmp(opts[5], "-f"));
   }
-  setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-x", 1);
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-x");
   n = ms__cu_extra_opts(opts, 16);
   CHECK(n == 1 && !strcmp(opts[0], "-x"));
   CHECK_EQ_INT(ms__cu_extra_opts(opts, 0), 0);
-  setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "", 1);   /* empty: none */
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "");   /* empty: none */
   CHECK_EQ_INT(ms__cu_extra_opts(opts, 16), 0);
-#endif
 }
 
 /* $MYSAMPLE_CUDA_FAST_UNITS: the programs that get NVRTC's fast compile
@@ -139,26 +136,23 @@ static void test_nvrtc_options_env(void) {
 static void test_fast_units_env(void) {
   char log[512];
   ms_result rc;
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#else
-  unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", NULL);
   CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 3) | (1 << 5) | (1 << 6));
-  setenv("MYSAMPLE_CUDA_FAST_UNITS", "all", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", "all");
   CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 11) - 1);
-  setenv("MYSAMPLE_CUDA_FAST_UNITS", "none", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", "none");
   CHECK_EQ_INT((int)ms__cu_fast_units(), 0);
-  setenv("MYSAMPLE_CUDA_FAST_UNITS", "2,0,7", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", "2,0,7");
   CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 2) | 1 | (1 << 7));
-  setenv("MYSAMPLE_CUDA_FAST_UNITS", "4", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", "4");
   CHECK_EQ_INT((int)ms__cu_fast_units(), 1 << 4);
-  setenv("MYSAMPLE_CUDA_FAST_UNITS", "10,1,8", 1);   /* (the bins' programs: 8-10) */
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", "10,1,8");   /* (the bins' programs: 8-10) */
   CHECK_EQ_INT((int)ms__cu_fast_units(), (1 << 10) | (1 << 1) | (1 << 8));
   {
     const char *bad[] = { "11", "100", "2,", ",2", "2;3", "23", "x", "all,1", " 2", "-1" };
     int i;
     for (i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
-      setenv("MYSAMPLE_CUDA_FAST_UNITS", bad[i], 1);
+      t_setenv("MYSAMPLE_CUDA_FAST_UNITS", bad[i]);
       CHECK_MSG(ms__cu_fast_units() == -1, "'%s' accepted", bad[i]);
     }
   }
@@ -166,29 +160,28 @@ static void test_fast_units_env(void) {
   CHECK(ms__cu_unit_fast_ok(NULL, 0, 12, 8, 1 << 2, 2) && !ms__cu_unit_fast_ok(NULL, 0, 12, 8, 1 << 2, 3));
   CHECK(!ms__cu_unit_fast_ok(NULL, 0, 12, 6, 1 << 2, 2));
   /* $MYSAMPLE_CUDA_FAST_LEVEL: their level */
-  unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
+  t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", NULL);
   CHECK(!strcmp(ms__cu_fast_level(), "--Ofast-compile=min"));
-  setenv("MYSAMPLE_CUDA_FAST_LEVEL", "max", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", "max");
   CHECK(!strcmp(ms__cu_fast_level(), "--Ofast-compile=max"));
-  setenv("MYSAMPLE_CUDA_FAST_LEVEL", "mid", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", "mid");
   CHECK(!strcmp(ms__cu_fast_level(), "--Ofast-compile=mid"));
-  setenv("MYSAMPLE_CUDA_FAST_LEVEL", "0", 1);
+  t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", "0");
   CHECK(ms__cu_fast_level() == NULL);
   if (t_have_nvrtc()) {
-    setenv("MYSAMPLE_CUDA_FAST_UNITS", "11", 1);
-    unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
+    t_setenv("MYSAMPLE_CUDA_FAST_UNITS", "11");
+    t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", NULL);
     rc = ms_cuda_compile(90, NULL, NULL, log, sizeof log);
     CHECK_EQ_INT(rc, MS_ERR_INVALID_PARAM);
     CHECK(strstr(log, "MYSAMPLE_CUDA_FAST_UNITS") != NULL);
-    unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
-    setenv("MYSAMPLE_CUDA_FAST_LEVEL", "fastest", 1);
+    t_setenv("MYSAMPLE_CUDA_FAST_UNITS", NULL);
+    t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", "fastest");
     rc = ms_cuda_compile(90, NULL, NULL, log, sizeof log);
     CHECK_EQ_INT(rc, MS_ERR_INVALID_PARAM);
     CHECK(strstr(log, "MYSAMPLE_CUDA_FAST_LEVEL") != NULL);
   }
-  unsetenv("MYSAMPLE_CUDA_FAST_UNITS");
-  unsetenv("MYSAMPLE_CUDA_FAST_LEVEL");
-#endif
+  t_setenv("MYSAMPLE_CUDA_FAST_UNITS", NULL);
+  t_setenv("MYSAMPLE_CUDA_FAST_LEVEL", NULL);
 }
 
 /* The disk cache: a miss compiles and writes, the next cold process-level
@@ -270,23 +263,15 @@ static void test_compile_caches(void) {
 
 /* Where the disk cache lives: an explicit directory, then
    $MYSAMPLE_CUDA_CACHE ("off" or "0": none), $XDG_CACHE_HOME/mysample,
-   $HOME/.cache/mysample (docs/CUDA.md). */
-static void t_setenv(const char *name, const char *value) {
-#ifndef _WIN32
-  if (value) setenv(name, value, 1); else unsetenv(name);
-#else
-  (void)name; (void)value;
-#endif
-}
+   on Windows %LOCALAPPDATA%\mysample, $HOME/.cache/mysample
+   (docs/CUDA.md). */
 static void test_cache_dir_env(void) {
-  char saved[3][512], buf[600];
-  const char *names[3] = { "MYSAMPLE_CUDA_CACHE", "XDG_CACHE_HOME", "HOME" };
-  int had[3], i;
+  enum { N_NAMES = 4 };
+  char saved[N_NAMES][512], buf[600];
+  const char *names[N_NAMES] = { "MYSAMPLE_CUDA_CACHE", "XDG_CACHE_HOME", "HOME", "LOCALAPPDATA" };
+  int had[N_NAMES], i;
   ms_cuda_compile_opts o;
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#endif
-  for (i = 0; i < 3; i++) {
+  for (i = 0; i < N_NAMES; i++) {
     const char *v = getenv(names[i]);
     had[i] = v != NULL;
     snprintf(saved[i], sizeof saved[i], "%s", v ? v : "");
@@ -302,13 +287,20 @@ static void test_cache_dir_env(void) {
   CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/tmp/ms-cache-x"));
   t_setenv("MYSAMPLE_CUDA_CACHE", NULL);
   t_setenv("XDG_CACHE_HOME", "/tmp/xdg");
+  t_setenv("LOCALAPPDATA", "C:\\Users\\u\\AppData\\Local");
   CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/tmp/xdg/mysample"));
   t_setenv("XDG_CACHE_HOME", NULL);
   t_setenv("HOME", "/home/u");
+#ifdef _WIN32
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "C:\\Users\\u\\AppData\\Local\\mysample"));
+#else
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/home/u/.cache/mysample"));
+#endif
+  t_setenv("LOCALAPPDATA", NULL);
   CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/home/u/.cache/mysample"));
   t_setenv("HOME", NULL);
   CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 0);   /* nowhere to put it: off */
-  for (i = 0; i < 3; i++) t_setenv(names[i], had[i] ? saved[i] : NULL);
+  for (i = 0; i < N_NAMES; i++) t_setenv(names[i], had[i] ? saved[i] : NULL);
 }
 
 /* The embedded source is src/cuda/kernels.cu byte for byte. */
@@ -1693,9 +1685,6 @@ static void test_gpu_topp_bins_stats(void) {
   ms_cuda_out out[2][R];
   int m, r, j, k, bad = 0;
   if (!t_gpu()) SKIP(t_why);
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#else
   for (r = 0; r < R; r++) {
     float *x = logits + (size_t)r * V;
     ps[r] = ms_params_default();
@@ -1716,8 +1705,8 @@ static void test_gpu_topp_bins_stats(void) {
   for (m = 0; m < 2; m++) {
     ms_cuda *cu;
     t_dev g;
-    if (m) setenv("MYSAMPLE_CUDA_PBSTATS", "0", 1);
-    if (!t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_BINS, 5)) { unsetenv("MYSAMPLE_CUDA_PBSTATS"); return; }
+    if (m) t_setenv("MYSAMPLE_CUDA_PBSTATS", "0");
+    if (!t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_BINS, 5)) { t_setenv("MYSAMPLE_CUDA_PBSTATS", NULL); return; }
     t_batch_run(cu, &g, logits, R, V, pp, 5, probs[m], tok[m], out[m], top[m]);
     for (r = 0; r < R; r++) {
       const void *tail = (const void *)(uintptr_t)(cu->d_sel + (ms__CUdeviceptr)((size_t)(r + 1) * MS__CUDA_SEL_BYTES - 8));
@@ -1729,7 +1718,7 @@ static void test_gpu_topp_bins_stats(void) {
     t_dev_free(cu, &g);
     ms_cuda_destroy(cu);
   }
-  unsetenv("MYSAMPLE_CUDA_PBSTATS");
+  t_setenv("MYSAMPLE_CUDA_PBSTATS", NULL);
   for (r = 0; r < R; r++) {
     /* (row 2: the radix passes' Z, not the bins' exact one, so other bits) */
     if (r != 2) CHECK_MSG(memcmp(probs[0] + (size_t)r * V, probs[1] + (size_t)r * V, (size_t)V * sizeof(float)) == 0 &&
@@ -1744,7 +1733,6 @@ static void test_gpu_topp_bins_stats(void) {
       printf("  row %d: token %d / cpu %d, max |dp| %.3g, status %d / %d\n", r, tok[0][r], o.token, e, out[0][r].status, (int)crc);
   }
   CHECK_EQ_INT(bad, 0);
-#endif
 }
 
 /* Six rows over the GPU's routes, for tests that compare two builds or
@@ -1810,16 +1798,13 @@ static void test_gpu_pdl_matches_plain(void) {
   static t_routes t;
   int m, si;
   if (!t_gpu()) SKIP(t_why);
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#else
   t_routes_init(&t, V, 90u);
   for (si = 0; si < 2; si++) {
     for (m = 0; m < 2; m++) {
       ms_cuda *cu;
       t_dev g;
-      setenv("MYSAMPLE_CUDA_PDL", m ? "0" : "1", 1);
-      if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_PDL"); return; }
+      t_setenv("MYSAMPLE_CUDA_PDL", m ? "0" : "1");
+      if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { t_setenv("MYSAMPLE_CUDA_PDL", NULL); return; }
       if (m) CHECK_EQ_INT(ms_cuda_pdl(cu), 0);
       else if (t_emu || (strncmp(ms_cuda_target(cu), "sm_", 3) == 0 && atoi(ms_cuda_target(cu) + 3) >= 90))
         CHECK_EQ_INT(ms_cuda_pdl(cu), 1);
@@ -1829,13 +1814,13 @@ static void test_gpu_pdl_matches_plain(void) {
     }
     t_routes_same(&t);
   }
-  unsetenv("MYSAMPLE_CUDA_PDL");
+  t_setenv("MYSAMPLE_CUDA_PDL", NULL);
   if (t_emu) {
     /* a driver that refuses the attribute: the launch goes plain, and so
        does the ms_cuda from then on, with the same results */
     ms_cuda *cu;
     t_dev g;
-    setenv("MYSAMPLE_CUDA_EMU_NO_PDL", "1", 1);
+    t_setenv("MYSAMPLE_CUDA_EMU_NO_PDL", "1");
     if (t_make(&cu, &g, R, V, 0, MS_CUDA_TOPP_DEFAULT, 5)) {
       CHECK_EQ_INT(ms_cuda_pdl(cu), 1);
       t_routes_run(cu, &g, &t, 0);
@@ -1845,9 +1830,8 @@ static void test_gpu_pdl_matches_plain(void) {
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
-    unsetenv("MYSAMPLE_CUDA_EMU_NO_PDL");
+    t_setenv("MYSAMPLE_CUDA_EMU_NO_PDL", NULL);
   }
-#endif
 }
 
 /* The full-row passes' L2 prefetches (-DMS_L2PF=32 among NVRTC's options:
@@ -1863,11 +1847,9 @@ static void test_gpu_l2_prefetch(void) {
   enum { R = T_ROUTES, V = T_ROUTES_MAXV };
   static t_routes t;
   int m, si;
-  if (!t_gpu()) SKIP(t_why);
-#ifdef _WIN32
-  SKIP("setenv: POSIX only");
-#else
   void (*emu_prefetches)(unsigned long long *, unsigned long long *) = NULL;
+  if (!t_gpu()) SKIP(t_why);
+#ifndef _WIN32   /* (the emulator is a Linux library) */
   if (t_emu) {
     const char *path = getenv("MYSAMPLE_CUDA_DRIVER_PATH");
     void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
@@ -1875,22 +1857,23 @@ static void test_gpu_l2_prefetch(void) {
     memcpy(&emu_prefetches, &sym, sizeof sym);
     CHECK_MSG(emu_prefetches != NULL, "the emulator (%s) has no msEmuGetPrefetches", path ? path : "?");
   }
+#endif
   t_routes_init(&t, V, 70u);
   for (si = 0; si < 2; si++) {
     unsigned long long n0 = 0, b0 = 0, n1 = 0, b1 = 0;   /* the emulator's counters around the prefetching run */
     for (m = 0; m < 2; m++) {
       ms_cuda *cu;
       t_dev g;
-      if (m) setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-DMS_L2PF=32", 1);
-      else unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
-      if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS"); return; }
+      if (m) t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-DMS_L2PF=32");
+      else t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", NULL);
+      if (!t_make(&cu, &g, R, V, si ? 1 : 0, MS_CUDA_TOPP_DEFAULT, 5)) { t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", NULL); return; }
       if (emu_prefetches && m) emu_prefetches(&n0, &b0);
       t_routes_run(cu, &g, &t, m);
       if (emu_prefetches && m) emu_prefetches(&n1, &b1);
       t_dev_free(cu, &g);
       ms_cuda_destroy(cu);
     }
-    unsetenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
+    t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", NULL);
     t_routes_same(&t);
     if (emu_prefetches) {
       /* t_batch_run samples the batch once and takes its distributions once */
@@ -1901,7 +1884,6 @@ static void test_gpu_l2_prefetch(void) {
       CHECK(b1 - b0 <= 16u * batch);
     }
   }
-#endif
 }
 
 /* ---- top_k's candidates from the statistics (F_KFAST) ---------------------------
@@ -2069,9 +2051,9 @@ static void test_gpu_kfast_nopass(void) {
       ms_cuda *cu;
       t_dev g;
       int made;
-      if (envs[mode]) setenv(envs[mode], "0", 1);
+      if (envs[mode]) t_setenv(envs[mode], "0");
       made = t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5);
-      if (envs[mode]) unsetenv(envs[mode]);
+      if (envs[mode]) t_setenv(envs[mode], NULL);
       if (!made) return;
       t_batch_run(cu, &g, logits, R, V, pp, 5, probs[mode], tok[mode], out[mode], top[mode]);
       for (r = 0; r < R; r++) {
@@ -2447,7 +2429,7 @@ static void test_gpu_llamacpp_matches_cpu(void) {
         float *xr = x + (size_t)r * V;
         for (;;) {
           double s1 = 0.0, s2 = 0.0, mean, sd, cut;
-          int n = r < 4 ? V : K, near = 0, j;
+          int n = r < 4 ? V : K, near_cut = 0, j;
           t_fill(xr, V, 1.0f);
           memcpy(srt, xr, (size_t)V * 4);
           qsort(srt, (size_t)V, 4, t_cmp_float_desc);
@@ -2457,10 +2439,10 @@ static void test_gpu_llamacpp_matches_cpu(void) {
           cut = (double)srt[0] - (double)ps[r].top_n_sigma * sd;
           expect[r] = 0;
           for (j = 0; j < K; j++) {
-            if (fabs((double)srt[j] - cut) < 1e-3) near = 1;
+            if (fabs((double)srt[j] - cut) < 1e-3) near_cut = 1;
             expect[r] += (double)srt[j] >= cut;
           }
-          if (!near) break;
+          if (!near_cut) break;
         }
       }
       t_batch_run(cu, &g, x, R, V, pp, 16, probs, tok, out, top);
@@ -2666,7 +2648,7 @@ static void test_gpu_hf_epsilon_eta(void) {
       pp[r] = &ps[r];
       for (;;) {
         double z = 0.0, zy = 0.0, cut, m = -1e30;
-        int near = 0;
+        int near_cut = 0;
         t_fill(xr, V, 2.0f);
         for (i = 0; i < V; i++) if (xr[i] > m) m = xr[i];
         for (i = 0; i < V; i++) { double w = exp((double)xr[i] - m); z += w; zy += w * ((double)xr[i] - m); }
@@ -2674,10 +2656,10 @@ static void test_gpu_hf_epsilon_eta(void) {
         expect[r] = 0;
         for (i = 0; i < V; i++) {
           double w = exp((double)xr[i] - m);
-          if (fabs(w / (cut * z) - 1.0) < 1e-4) near = 1;
+          if (fabs(w / (cut * z) - 1.0) < 1e-4) near_cut = 1;
           expect[r] += w >= cut * z;
         }
-        if (!near) break;
+        if (!near_cut) break;
       }
     }
     t_batch_run(cu, &g, x, R, V, pp, 4, probs, tok, out, top);
@@ -3176,26 +3158,8 @@ static void test_gpu_disk_cache_hit(void) {
    the emulator (or --emu asked for it), with its wall time. */
 static int t_emu_flag;
 /* test_cuda --emu FILTER: only the tests whose name contains one of the
-   comma-separated words of FILTER, or with a leading '!' none of them */
-static const char *t_only;
-static int t_selected(const char *name) {
-  const char *f = t_only, *end;
-  int neg, hit = 0;
-  char word[64];
-  if (!f) return 1;
-  neg = *f == '!';
-  if (neg) f++;
-  for (; *f; f = *end ? end + 1 : end) {
-    size_t n;
-    end = strchr(f, ',');
-    if (!end) end = f + strlen(f);
-    n = (size_t)(end - f) < sizeof word - 1 ? (size_t)(end - f) : sizeof word - 1;
-    memcpy(word, f, n);
-    word[n] = 0;
-    if (n && strstr(name, word)) hit = 1;
-  }
-  return neg ? !hit : hit;
-}
+   comma-separated words of FILTER, or with a leading '!' none of them
+   (testlib.h's t_only, as $MS_TESTS) */
 static void t_run_gpu(const char *name, void (*fn)(void)) {
   char full[128];
   struct timeval a, z;

@@ -1,8 +1,12 @@
 /* Minimal test harness: each TEST prints "PASS name", "FAIL name" or
-   "SKIP name: why"; tests/run.sh adds the lines up over every binary. */
+   "SKIP name: why"; tests/run.sh adds the lines up over every binary.
+   $MS_TESTS runs only the tests whose name contains one of its
+   comma-separated words (a leading '!': none of them), e.g. for a slow
+   platform (tests/ci/windows.sh). */
 #ifndef MS_TESTLIB_H
 #define MS_TESTLIB_H
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 
@@ -21,7 +25,36 @@ static int t_total_pass, t_total_fail, t_total_skip;
   printf("  check failed %s:%d: |%s - %s| <= %g (%.9g vs %.9g)\n", __FILE__, __LINE__, #a, #b, (double)(tol), t_a, t_b); } } while (0)
 #define SKIP(why) do { t_skipped = 1; t_skip_reason = (why); return; } while (0)
 
+/* The filter: $MS_TESTS unless the program set t_only first (test_cuda's
+   --emu FILTER). */
+static const char *t_only;
+static int t_only_read;
+static int t_selected(const char *name) {
+  const char *f, *end;
+  int neg, hit = 0;
+  char word[64];
+  if (!t_only_read) {
+    t_only_read = 1;
+    if (!t_only) t_only = getenv("MS_TESTS");
+    if (t_only && !*t_only) t_only = NULL;
+  }
+  if (!(f = t_only)) return 1;
+  neg = *f == '!';
+  if (neg) f++;
+  for (; *f; f = *end ? end + 1 : end) {
+    size_t n;
+    end = strchr(f, ',');
+    if (!end) end = f + strlen(f);
+    n = (size_t)(end - f) < sizeof word - 1 ? (size_t)(end - f) : sizeof word - 1;
+    memcpy(word, f, n);
+    word[n] = 0;
+    if (n && strstr(name, word)) hit = 1;
+  }
+  return neg ? !hit : hit;
+}
+
 static void t_run(const char *name, void (*fn)(void)) {
+  if (!t_selected(name)) return;
   t_check_failures = 0; t_skipped = 0; t_skip_reason = "";
   fn();
   if (t_check_failures) { printf("FAIL %s\n", name); t_total_fail++; }
