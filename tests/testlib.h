@@ -29,6 +29,7 @@ static int t_total_pass, t_total_fail, t_total_skip;
    --emu FILTER). */
 static const char *t_only;
 static int t_only_read;
+static char t_only_copy[1024];   /* (a test that sets a variable may move the environment: Windows) */
 static int t_selected(const char *name) {
   const char *f, *end;
   int neg, hit = 0;
@@ -37,6 +38,7 @@ static int t_selected(const char *name) {
     t_only_read = 1;
     if (!t_only) t_only = getenv("MS_TESTS");
     if (t_only && !*t_only) t_only = NULL;
+    if (t_only) { snprintf(t_only_copy, sizeof t_only_copy, "%s", t_only); t_only = t_only_copy; }
   }
   if (!(f = t_only)) return 1;
   neg = *f == '!';
