@@ -88,7 +88,7 @@ cuda_env=()
 if [ "$(cat $dir/nvrtc.rc)" = 0 ]; then
   cuda_env=(MYSAMPLE_NVRTC_PATH="Z:$(realpath $nvrtc | tr / '\\')")
 else echo "SKIP windows NVRTC: nvidia-cuda-nvrtc==$nvrtc_ver for win_amd64 could not be fetched (see $dir/pip.log)"; fi
-run test_cuda '!sm80,!sm90_topp_bins,!test_gpu' \
+run test_cuda '!sm80,sm90_topp_bins,test_gpu' \
   "${cuda_env[@]}" MYSAMPLE_CUDA_CACHE="Z:$(realpath $dir | tr / '\\')\\kernel-cache" & cuda_run=$!
 run test_sampling "batch_and_thread_invariance,caller_parallel_for,seeds_and_replay,bad_input_codes,workspace_and_init_errors" || fail=1
 for t in test_text test_json test_golden; do run $t "" || fail=1; done
