@@ -49,7 +49,7 @@ boot=$!
 fetch=$!
 rm -f $dir/*.exe
 if ! $cc $flags -c -o $dir/impl.o tests/impl.c > $dir/impl.build.log 2>&1; then
-  cat $dir/impl.build.log; echo "FAIL windows: tests/impl.c does not build with $cc"; exit 1
+  cat $dir/impl.build.log; echo "FAIL windows: tests/impl.c does not build with $cc"; wait; exit 1
 fi
 build() { # name, sources...: PASS/FAIL into $dir/NAME.build.out
   local name=$1; shift
