@@ -35,7 +35,7 @@ nvrtc=$dir/nvrtc/nvidia/cu13/bin/x86_64/nvrtc64_130_0.dll
 fetch_nvrtc() {
   [ -f $nvrtc ] && return 0
   command -v python3 >/dev/null || return 1
-  python3 -m pip download --quiet --no-deps --platform win_amd64 --only-binary=:all: --python-version 3.11 \
+  python3 -m pip download --quiet --timeout 20 --retries 1 --no-deps --platform win_amd64 --only-binary=:all: --python-version 3.11 \
     "nvidia-cuda-nvrtc==$nvrtc_ver" -d $dir/wheel > $dir/pip.log 2>&1 || return 1
   python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" $dir/wheel/*.whl $dir/nvrtc || return 1
   [ -f $nvrtc ]
