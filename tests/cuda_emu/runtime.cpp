@@ -119,8 +119,12 @@ struct fiber_pool {
   size_t stack_size, stride, mapped;
   unsigned capacity;
 };
-/* The race check across blocks: a pool per blockIdx.y (modulo this) */
+/* The race check across blocks: a pool per blockIdx.y (modulo this, or
+   fewer pools for large blocks: TSan counts each fiber as a thread and
+   dies past 8128 of them, so the pools hold at most MS_EMU_RACE_FIBERS
+   fibers in all, the rest left for the process's real threads) */
 #define MS_EMU_RACE_POOLS 64
+#define MS_EMU_RACE_FIBERS 6144
 
 struct engine {
   /* the fiber pool in use (the race check across blocks swaps it) */
@@ -499,15 +503,35 @@ void maybe_yield() {
   if (n && n != f) switch_to(f, n, 0);
 }
 
+/* The fiber arrays of pools freed during a launch (the race check's
+   budget): their fibers read them in blocks the host has not come after
+   yet (it does at the launch's end), so they are freed then. */
+void *deferred_free[4 * MS_EMU_RACE_POOLS];
+unsigned n_deferred_free;
+void free_deferred() {
+  for (unsigned i = 0; i < n_deferred_free; i++) free(deferred_free[i]);
+  n_deferred_free = 0;
+}
+void free_later(void *p) {
+  if (!p) return;
+  if (n_deferred_free < sizeof deferred_free / sizeof deferred_free[0]) deferred_free[n_deferred_free++] = p;
+  /* (else left allocated: more pools freed in one launch than exist) */
+}
+
+/* Frees a pool's fibers and stacks (it grows again when next used). */
+void free_pool(ms_emu_fiber *&fib, ucontext_t *&ucs, char *&stacks, size_t mapped, unsigned &capacity) {
+  if (stacks) munmap(stacks, mapped);
+#ifdef MS_EMU_TSAN
+  for (unsigned i = 0; i < capacity; i++) __tsan_destroy_fiber(fib[i].tsan);
+#endif
+  free_later(fib);
+  free_later(ucs);
+  stacks = NULL; fib = NULL; ucs = NULL; capacity = 0;
+}
+
 int grow_pool(unsigned n) {
   if (n <= E.capacity) return 0;
-  if (E.stacks) munmap(E.stacks, E.mapped);
-#ifdef MS_EMU_TSAN
-  for (unsigned i = 0; i < E.capacity; i++) __tsan_destroy_fiber(E.fib[i].tsan);
-#endif
-  free(E.fib);
-  free(E.ucs);
-  E.stacks = NULL; E.fib = NULL; E.ucs = NULL; E.capacity = 0;
+  free_pool(E.fib, E.ucs, E.stacks, E.mapped, E.capacity);
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
 #ifdef MS_EMU_ASAN
   E.stack_size = 512 * 1024;
@@ -568,17 +592,37 @@ void use_pool(unsigned k) {
 /* A block's own threads, shared memory and barrier objects, as far as
    TSan can tell; -1 with E.error set. The threads: a pool of fibers (and
    stacks) per blockIdx.y, the chunk of a row, so that the blocks of a
-   row never share a fiber (a fiber orders what it runs: one fresh TSan
-   fiber a thread a block, the simple way, made the check 20 times
-   slower); blocks with the same chunk of different rows are ordered by
-   theirs, so what passes between rows is not checked (nothing should).
+   row share no fiber (a fiber orders what it runs: one fresh TSan fiber
+   a thread a block, the simple way, made the check 20 times slower) up
+   to the budget's pools (MS_EMU_RACE_FIBERS / the block's threads: 24
+   chunks of 256 threads, 6 of 1024; chunks that many apart share theirs);
+   blocks with the same chunk of different rows are ordered by theirs,
+   so what passes between rows is not checked (nothing should).
    Shared memory: remapped (the section is whole pages of its own:
    tests/cuda_emu/shared.ld). The barriers' sync objects: malloc'd (TSan
    forgets a sync object with its memory). */
 int race_fresh_block(unsigned n) {
   const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   const uintptr_t a = (uintptr_t)ms_emu_shared_start, b = (uintptr_t)ms_emu_shared_stop;
-  use_pool(ms_emu_block_idx.y % MS_EMU_RACE_POOLS);
+  /* as many pools as the budget holds blocks of this size (so chunks
+     that many apart share fibers: their order is not checked) */
+  unsigned n_pools = MS_EMU_RACE_FIBERS / (n ? n : 1);
+  if (n_pools > MS_EMU_RACE_POOLS) n_pools = MS_EMU_RACE_POOLS;
+  if (n_pools < 1) n_pools = 1;
+  use_pool(ms_emu_block_idx.y % n_pools);
+  if (n > E.capacity) {
+    /* room in the budget: the other pools' fibers freed, the unused
+       pools' (index n_pools and up) first */
+    unsigned total = n;
+    for (unsigned k = 0; k < MS_EMU_RACE_POOLS; k++) if (k != E.pool) total += E.pools[k].capacity;
+    for (unsigned pass = 0; pass < 2 && total > MS_EMU_RACE_FIBERS; pass++)
+      for (unsigned k = MS_EMU_RACE_POOLS; k-- > 0 && total > MS_EMU_RACE_FIBERS;) {
+        fiber_pool &q = E.pools[k];
+        if (k == E.pool || !q.capacity || (pass == 0 && k < n_pools)) continue;
+        total -= q.capacity;
+        free_pool(q.fib, q.ucs, q.stacks, q.mapped, q.capacity);
+      }
+  }
   if (grow_pool(n) != 0) { snprintf(E.error, sizeof E.error, "cannot allocate %u fiber stacks", n); return -1; }
   if (a && b > a) {
     if ((a % page) || (b % page)) {
@@ -884,6 +928,7 @@ int ms_emu_run(const ms_emu_kernel *k, const ms_emu_dim3 grid, const ms_emu_dim3
 #ifdef MS_EMU_TSAN
   if (E.race_blocks) MS_EMU_ACQUIRE(&E.block_out);   /* the host after every block */
 #endif
+  free_deferred();
   return rc;
 }
 
