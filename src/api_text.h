@@ -249,7 +249,8 @@ typedef struct ms_token {
 typedef struct ms_token_logprobs {
   ms_token tok;                 /* the sampled token */
   const ms_token *top;          /* its alternatives, best first; NULL: chat writes
-                                   [], completions write null */
+                                   [], completions write null (else completions
+                                   write tok, then these: "up to logprobs+1") */
   int32_t n_top;
   int64_t text_offset;          /* legacy completions: characters before this token */
 } ms_token_logprobs;
@@ -270,7 +271,8 @@ typedef struct ms_chunk {
   ms_stop_reason stop_reason;   /* written with a finish (unless desc.no_stop_reason) */
 } ms_chunk;
 
-/* Token counts for the "usage" object; total = prompt + completion. */
+/* Token counts for the "usage" object; total = prompt + completion (both
+   non-negative, their sum at most INT64_MAX: else MS_ERR_INVALID_PARAM). */
 typedef struct ms_usage {
   int64_t prompt_tokens;
   int64_t completion_tokens;
@@ -302,7 +304,9 @@ typedef struct ms_error {
    logprobs, finish_reason, [stop_reason]}]. Chat logprobs are
    {"content":[{token, logprob, bytes, top_logprobs:[{token, logprob,
    bytes}]}]}, completion logprobs {text_offset, token_logprobs, tokens,
-   top_logprobs:[{str: num}]} (a repeated key keeps its first, best, value).
+   top_logprobs:[{str: num}]} (the sampled token, then its alternatives, as
+   vLLM's dict: a key repeated after decoding keeps its first place and its
+   last value).
    Returns MS_OK, MS_ERR_NULL_ARGUMENT, MS_ERR_INVALID_PARAM (negative
    counts or index, NULL arrays with counts, unknown finish), MS_ERR_BUFFER_TOO_SMALL
    or MS_ERR_CALLBACK. Thread safety: reentrant (touches only out). */

@@ -557,7 +557,7 @@ MS__PRIVATE int ms__lossy_eq(const ms_token *a, const ms_token *b) {
 
 /* Legacy: {text_offset, token_logprobs, tokens, top_logprobs:[{str: num}]} */
 MS__PRIVATE void ms__w_legacy_logprobs(ms__w *w, const ms_token_logprobs *lp, int32_t n) {
-  int32_t i, j, k;
+  int32_t i;
   MS__LIT(w, "{\"text_offset\":[");
   for (i = 0; i < n; i++) { if (i) MS__LIT(w, ","); ms__w_i64(w, lp[i].text_offset); }
   MS__LIT(w, "],\"token_logprobs\":[");
@@ -566,20 +566,26 @@ MS__PRIVATE void ms__w_legacy_logprobs(ms__w *w, const ms_token_logprobs *lp, in
   for (i = 0; i < n; i++) { if (i) MS__LIT(w, ","); ms__w_str(w, lp[i].tok.bytes, lp[i].tok.n_bytes); }
   MS__LIT(w, "],\"top_logprobs\":[");
   for (i = 0; i < n; i++) {
+    /* vLLM (and OpenAI: "up to logprobs+1 elements") put the sampled token
+       in the dict too, first, then the alternatives; its dict comprehension
+       over decoded strings keeps a repeated key at its first place with
+       its last value. Entry 0 is the sampled token, entry a > 0 top[a - 1]. */
+    const int64_t m = (int64_t)lp[i].n_top + 1;
+    int64_t a, b;
     int first = 1;
     if (i) MS__LIT(w, ",");
     if (!lp[i].top) { MS__LIT(w, "null"); continue; }
     MS__LIT(w, "{");
-    for (j = 0; j < lp[i].n_top; j++) {
-      /* A JSON object should not repeat a key; vLLM builds a dict, so keep
-         one entry per decoded string: the first, which is the best. */
-      for (k = 0; k < j; k++) if (ms__lossy_eq(&lp[i].top[k], &lp[i].top[j])) break;
-      if (k < j) continue;
+    for (a = 0; a < m; a++) {
+      const ms_token *e = a ? &lp[i].top[a - 1] : &lp[i].tok, *last = e;
+      for (b = 0; b < a; b++) if (ms__lossy_eq(b ? &lp[i].top[b - 1] : &lp[i].tok, e)) break;
+      if (b < a) continue;
+      for (b = a + 1; b < m; b++) if (ms__lossy_eq(&lp[i].top[b - 1], e)) last = &lp[i].top[b - 1];
       if (!first) MS__LIT(w, ",");
       first = 0;
-      ms__w_str(w, lp[i].top[j].bytes, lp[i].top[j].n_bytes);
+      ms__w_str(w, e->bytes, e->n_bytes);
       MS__LIT(w, ":");
-      ms__w_logprob(w, lp[i].top[j].logprob);
+      ms__w_logprob(w, last->logprob);
     }
     MS__LIT(w, "}");
   }
@@ -602,6 +608,11 @@ MS__PRIVATE void ms__w_logprobs_field(ms__w *w, const ms_response *r, const ms_t
   if (!lp) MS__LIT(w, "null");
   else if (r->object == MS_OBJECT_CHAT) ms__w_chat_logprobs(w, lp, n);
   else ms__w_legacy_logprobs(w, lp, n);
+}
+
+/* Counts a usage object can carry: non-negative, their total an int64. */
+MS__PRIVATE int ms__usage_ok(const ms_usage *u) {
+  return u->prompt_tokens >= 0 && u->completion_tokens >= 0 && u->prompt_tokens <= INT64_MAX - u->completion_tokens;
 }
 
 MS__PRIVATE void ms__w_usage(ms__w *w, const ms_usage *u) {
@@ -650,7 +661,7 @@ MSDEF ms_result ms_usage_chunk_write(ms_out *out, const ms_response *r, const ms
   ms__w w;
   if (!out || !r || !u) return MS_ERR_NULL_ARGUMENT;
   out->len = 0;
-  if (u->prompt_tokens < 0 || u->completion_tokens < 0) return MS_ERR_INVALID_PARAM;
+  if (!ms__usage_ok(u)) return MS_ERR_INVALID_PARAM;
   ms__w_begin(&w, out);
   ms__w_put(&w, r->chunk_prefix, r->chunk_prefix_len);
   MS__LIT(&w, "],");
@@ -681,7 +692,7 @@ MSDEF ms_result ms_response_write(ms_out *out, const ms_response *r, const ms_ch
         !ms__finish_ok(c->finish, &c->stop_reason))
       return MS_ERR_INVALID_PARAM;
   }
-  if (usage && (usage->prompt_tokens < 0 || usage->completion_tokens < 0)) return MS_ERR_INVALID_PARAM;
+  if (usage && !ms__usage_ok(usage)) return MS_ERR_INVALID_PARAM;
   ms__w_begin(&w, out);
   ms__w_put(&w, r->full_prefix, r->full_prefix_len);
   for (i = 0; i < n_choices; i++) {

@@ -398,7 +398,7 @@ MS__PRIVATE ms_result ms__text_step(ms_text *t, int has_token, int32_t token, co
 
   memset(step, 0, sizeof *step);
   step->delta = out;
-  if (t->finish != MS_FINISH_NONE) { out[0] = 0; return MS_ERR_STATE; }
+  if (t->finish != MS_FINISH_NONE) { if (out_size) out[0] = 0; return MS_ERR_STATE; }
   if (out_size < ms_text_out_bound(t, n)) return MS_ERR_BUFFER_TOO_SMALL;
   memset(&reason, 0, sizeof reason);
 

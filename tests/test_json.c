@@ -136,6 +136,13 @@ static void test_exact_bytes(void) {
   CHECK(strcmp(g_buf, "data: {\"id\":\"chatcmpl-123\",\"object\":\"chat.completion.chunk\",\"created\":1694268190,"
                       "\"model\":\"gpt-4o-mini\",\"system_fingerprint\":\"fp_44709d6fcb\",\"choices\":[],"
                       "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":12,\"total_tokens\":21}}\n\n") == 0);
+  /* a total past int64 is refused, not wrapped */
+  u.prompt_tokens = INT64_MAX; u.completion_tokens = 1;
+  CHECK_EQ_INT(ms_usage_chunk_write(&o, r, &u), MS_ERR_INVALID_PARAM);
+  CHECK_EQ_INT(ms_response_write(&o, r, NULL, 0, &u), MS_ERR_INVALID_PARAM);
+  u.prompt_tokens = INT64_MAX - 1;
+  CHECK_EQ_INT(ms_usage_chunk_write(&o, r, &u), MS_OK);
+  CHECK(strstr(g_buf, "\"total_tokens\":9223372036854775807}") != NULL);
   CHECK_EQ_INT(ms_done_write(&o), MS_OK);
   CHECK(strcmp(g_buf, "data: [DONE]\n\n") == 0);
   CHECK_EQ_INT(o.len, 14);
@@ -214,10 +221,23 @@ static void test_completion_objects(void) {
   CHECK((float)jc_num(jc_at(jc_get(l, "token_logprobs"), 1)) == -1e-7f);
   CHECK(jc_is(jc_at(jc_get(l, "tokens"), 1), " there"));
   tl = jc_at(jc_get(l, "top_logprobs"), 0);
-  CHECK(tl && tl->t == JC_OBJ && tl->n == 2);          /* duplicates dropped (the parser rejects repeats) */
-  CHECK(jc_num(jc_get(tl, "Hi")) == -0.5 && jc_num(jc_get(tl, "\xEF\xBF\xBD")) == -1.5);
+  /* the sampled token, then the alternatives, one key per decoded string
+     (the parser rejects repeats) at its first place with its last value,
+     as vLLM's dict comprehension */
+  CHECK(tl && tl->t == JC_OBJ && tl->n == 2);
+  CHECK(tl && tl->n == 2 && strcmp(tl->keys[0], "Hi") == 0);
+  CHECK(jc_num(jc_get(tl, "Hi")) == -3.5 && jc_num(jc_get(tl, "\xEF\xBF\xBD")) == -2.5);
   CHECK(jc_at(jc_get(l, "top_logprobs"), 1)->t == JC_NULL);
   jc_free(v);
+  /* a sampled token outside the alternatives comes first: logprobs + 1 keys */
+  lp[1].top = top + 1; lp[1].n_top = 1;
+  CHECK_EQ_INT(ms_chunk_write(&o, r, &c), MS_OK);
+  v = parse_sse(g_buf, o.len);
+  tl = jc_at(jc_get(jc_get(jc_at(jc_get(v, "choices"), 0), "logprobs"), "top_logprobs"), 1);
+  CHECK(tl && tl->t == JC_OBJ && tl->n == 2 && strcmp(tl->keys[0], " there") == 0);
+  CHECK((float)jc_num(jc_get(tl, " there")) == -1e-7f && jc_num(jc_get(tl, "\xEF\xBF\xBD")) == -1.5);
+  jc_free(v);
+  lp[1].top = NULL; lp[1].n_top = 0;
   /* non-stream with two choices and usage */
   memset(ch, 0, sizeof ch);
   ch[0].index = 0; ch[0].text = "Hi there"; ch[0].text_len = 8; ch[0].logprobs = lp; ch[0].n_logprobs = 2; ch[0].finish = MS_FINISH_LENGTH;

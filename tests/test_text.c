@@ -363,6 +363,11 @@ static void test_errors(void) {
   CHECK_EQ_INT(ms_text_finish(t, MS_FINISH_NONE, out, sizeof out, &st), MS_ERR_INVALID_PARAM);
   CHECK_EQ_INT(ms_text_finish(t, MS_FINISH_LENGTH, out, sizeof out, &st), MS_OK);
   CHECK_EQ_INT(ms_text_finish(t, MS_FINISH_LENGTH, out, sizeof out, &st), MS_ERR_STATE);
+  /* finished: a zero-size out buffer is not written either */
+  out[0] = 'Z';
+  CHECK_EQ_INT(ms_text_push(t, 3, "e", 1, out, 0, &st), MS_ERR_STATE);
+  CHECK_EQ_INT(ms_text_finish(t, MS_FINISH_ABORT, out, 0, &st), MS_ERR_STATE);
+  CHECK(out[0] == 'Z');
   { size_t n; CHECK(strcmp(ms_text_get(t, &n), "abcd") == 0 && n == 4); }
   free(mem);
 }
