@@ -111,23 +111,75 @@ static void test_nvrtc_unsupported_arch(void) {
 
 /* $MYSAMPLE_CUDA_NVRTC_OPTIONS: split at spaces into at most 6 options,
    each ending where its run of non-spaces ends (the 6th once kept the
-   rest of the value, spaces and all: found by fuzz_cuda_cache). */
+   rest of the value, spaces and all: found by fuzz_cuda_cache); a 7th
+   option, or a value of 256 characters, is refused (they were dropped
+   and cut: -DMS_L2PF=32 became -DMS_L2PF=3), and fails the compile with
+   the variable's name. */
 static void test_nvrtc_options_env(void) {
   const char *opts[16];
+  char log[512], longv[300];
   int n;
-  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "  -a --bb  -c -d -e -f -g -h ");
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "  -a --bb  -c -d -e -f ");
   n = ms__cu_extra_opts(opts, 16);
   CHECK_EQ_INT(n, 6);
   if (n == 6) {
     CHECK(!strcmp(opts[0], "-a") && !strcmp(opts[1], "--bb") && !strcmp(opts[2], "-c"));
     CHECK(!strcmp(opts[5], "-f"));
   }
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "  -a --bb  -c -d -e -f -g ");
+  CHECK_EQ_INT(ms__cu_extra_opts(opts, 16), -1);
   t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "-x");
   n = ms__cu_extra_opts(opts, 16);
   CHECK(n == 1 && !strcmp(opts[0], "-x"));
-  CHECK_EQ_INT(ms__cu_extra_opts(opts, 0), 0);
+  CHECK_EQ_INT(ms__cu_extra_opts(opts, 0), -1);   /* (no room left) */
+  memset(longv, 'x', sizeof longv);
+  memcpy(longv, "-DPAD=", 6);
+  longv[255] = 0;   /* 255 characters: taken */
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", longv);
+  CHECK_EQ_INT(ms__cu_extra_opts(opts, 16), 1);
+  longv[255] = 'x'; longv[256] = 0;
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", longv);
+  CHECK_EQ_INT(ms__cu_extra_opts(opts, 16), -1);
+  if (t_have_nvrtc()) {
+    CHECK_EQ_INT(ms_cuda_compile(90, NULL, NULL, log, sizeof log), MS_ERR_INVALID_PARAM);
+    CHECK(strstr(log, "MYSAMPLE_CUDA_NVRTC_OPTIONS") != NULL);
+  }
   t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", "");   /* empty: none */
   CHECK_EQ_INT(ms__cu_extra_opts(opts, 16), 0);
+  t_setenv("MYSAMPLE_CUDA_NVRTC_OPTIONS", NULL);
+}
+
+/* The routes' switches ($MYSAMPLE_CUDA_TOPP radix|bins, the A/B switches
+   0|1): another value fails ms_cuda_create with the variable's name,
+   before any library loads (PDL=off once left PDL on). */
+static void test_route_env(void) {
+  static const char *const names[] = { "MYSAMPLE_CUDA_TOPP", "MYSAMPLE_CUDA_PDL", "MYSAMPLE_CUDA_NOPASS",
+                                       "MYSAMPLE_CUDA_KFAST", "MYSAMPLE_CUDA_PBSTATS" };
+  static const char *const bad[] = { "BINS", "off", "false", "2", "yes" };
+  char msg[256];
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  int i;
+  memset(&d, 0, sizeof d);
+  d.max_rows = 1; d.max_vocab = 10;
+  for (i = 0; i < 5; i++) {
+    t_setenv(names[i], bad[i]);
+    CHECK_EQ_INT(ms_cuda_create(&cu, &d, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+    CHECK_MSG(strstr(msg, names[i]) != NULL, "%s", msg);
+    CHECK(cu == NULL);
+    if (i == 0) CHECK_EQ_INT((int)ms_cuda_workspace_size(&d), 0);
+    t_setenv(names[i], NULL);
+  }
+  t_setenv("MYSAMPLE_CUDA_TOPP", "radix");
+  CHECK(ms__cuda_topp_bins(&d) == 0);
+  t_setenv("MYSAMPLE_CUDA_TOPP", "bins");
+  CHECK(ms__cuda_topp_bins(&d) == 1);
+  t_setenv("MYSAMPLE_CUDA_TOPP", NULL);
+  t_setenv("MYSAMPLE_CUDA_PDL", "0");
+  CHECK(ms__cuda_env_switch("MYSAMPLE_CUDA_PDL", 1) == 0);
+  t_setenv("MYSAMPLE_CUDA_PDL", "");
+  CHECK(ms__cuda_env_switch("MYSAMPLE_CUDA_PDL", 1) == 1);
+  t_setenv("MYSAMPLE_CUDA_PDL", NULL);
 }
 
 /* $MYSAMPLE_CUDA_FAST_UNITS: the programs that get NVRTC's fast compile
@@ -222,7 +274,7 @@ static void test_compile_caches(void) {
     fclose(f);
     CHECK(n > 1000 && n < sizeof whole);
     /* the key is the header's third field */
-    CHECK(sscanf(whole, "mysample-cuda-cache 3 %255s", key) == 1);
+    CHECK(sscanf(whole, "mysample-cuda-cache 4 %255s", key) == 1);
     data = ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size);   /* intact: read */
     CHECK(data != NULL);
     MS__CU_FREE(data);
@@ -232,11 +284,76 @@ static void test_compile_caches(void) {
     f = fopen(a.cache_file, "wb");
     if (f) { fwrite(whole, 1, n - 1000, f); fclose(f); }
     CHECK(ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size) == NULL);
+    /* one byte of a unit changed, the header intact: its hash is not
+       the header's (such a file was once handed to the driver, and the
+       failed load stuck for the process) */
+    whole[n - 500] ^= 0x20;
+    f = fopen(a.cache_file, "wb");
+    if (f) { fwrite(whole, 1, n, f); fclose(f); }
+    CHECK(ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size) == NULL);
+    whole[n - 500] ^= 0x20;
     key[0] ^= 1;                                                      /* another key: not read */
     f = fopen(a.cache_file, "wb");
     if (f) { fwrite(whole, 1, n, f); fclose(f); }
     CHECK(ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size) == NULL);
+    key[0] ^= 1;
+    CHECK((data = ms__cu_read_cache(a.cache_file, key, MS__CU_BASE_UNITS, len, off, &size)) != NULL);
+    MS__CU_FREE(data);
   }
+  /* no_memory_cache times the compile but keeps one memory entry a key
+     (an entry a call was added before) */
+  {
+    int before = 0, after = 0;
+    const ms__cu_bin *e;
+    o.no_memory_cache = 1;
+    for (e = ms__cu_bins; e; e = e->next) before++;
+    CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_OK);
+    CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_OK);
+    for (e = ms__cu_bins; e; e = e->next) after++;
+    CHECK_EQ_INT(after, before);
+  }
+#ifndef _WIN32
+  /* the temporary file is created exclusively: a link planted at its
+     name is not written through (the write is skipped; the target keeps
+     its bytes) */
+  {
+    char link[700], victim[640], file[640];
+    static const char unit[16] = "0123456789abcde";
+    size_t ulen[MS__CU_UNITS], uoff[MS__CU_UNITS];
+    char *units;
+    int k, u;
+    for (u = 0; u < MS__CU_UNITS; u++) ulen[u] = u < MS__CU_BASE_UNITS ? 16 : 0;
+    units = (char *)calloc(1, ms__cu_layout(ulen, uoff));
+    for (u = 0; units && u < MS__CU_BASE_UNITS; u++) memcpy(units + uoff[u], unit, 16);
+    snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+    snprintf(file, sizeof file, "%s/cuda-links.bin", dir);
+    f = fopen(victim, "wb");
+    if (f) { fputs("precious", f); fclose(f); }
+    for (k = 0; k < 256; k++) {
+      snprintf(link, sizeof link, "%s.%ld.%d.tmp", file, (long)getpid(), k);
+      CHECK(symlink("victim.txt", link) == 0);
+    }
+    if (units) ms__cu_write_cache(dir, file, "k", MS__CU_BASE_UNITS, units, ulen, uoff);
+    f = fopen(victim, "rb");
+    if (f) { char got[32] = {0}; CHECK(fread(got, 1, sizeof got - 1, f) == 8 && !strcmp(got, "precious")); fclose(f); }
+    { FILE *g = fopen(file, "rb"); CHECK(g == NULL); if (g) fclose(g); }
+    for (k = 0; k < 256; k++) {
+      snprintf(link, sizeof link, "%s.%ld.%d.tmp", file, (long)getpid(), k);
+      remove(link);
+    }
+    /* with the names free it writes, and the file reads back */
+    if (units) ms__cu_write_cache(dir, file, "k", MS__CU_BASE_UNITS, units, ulen, uoff);
+    {
+      size_t len[MS__CU_UNITS], off[MS__CU_UNITS], size;
+      char *back = ms__cu_read_cache(file, "k", MS__CU_BASE_UNITS, len, off, &size);
+      CHECK(back != NULL && len[0] == 16 && !memcmp(back + off[MS__CU_BASE_UNITS - 1], unit, 16));
+      if (back) MS__CU_FREE(back);
+    }
+    remove(file);
+    remove(victim);
+    free(units);
+  }
+#endif
   /* a corrupt file is ignored (recompiled and rewritten), never loaded */
   f = fopen(a.cache_file, "wb");
   if (f) { fputs("mysample-cuda-cache 1 garbage 5\nxxxxx", f); fclose(f); }
@@ -254,6 +371,18 @@ static void test_compile_caches(void) {
   CHECK(ms__cu_cache_dir(&o, path, sizeof path) == 0);
   o.no_disk_cache = 0;
   CHECK(ms__cu_cache_dir(&o, path, sizeof path) == 1 && !strcmp(path, dir));
+  /* a directory longer than the buffer is refused, never cut (a cut path
+     named a directory nobody asked for, which was then created) */
+  {
+    static char longdir[700];
+    memset(longdir, 'd', sizeof longdir - 1);
+    longdir[0] = '/';
+    o.cache_dir = longdir;
+    CHECK(ms__cu_cache_dir(&o, path, 400) == -1);
+    CHECK_EQ_INT(ms_cuda_compile(86, &o, &b, log, sizeof log), MS_ERR_INVALID_PARAM);
+    CHECK(strstr(log, "directory") != NULL);
+    o.cache_dir = dir;
+  }
   remove(a.cache_file);
   remove(dir);
   snprintf(path, sizeof path, "%s", dir);
@@ -2577,6 +2706,47 @@ static void test_gpu_llamacpp_slots(void) {
   ms_cuda_destroy(cu);
 }
 
+/* llama.cpp rows with penalties reserve room in the packed lists for
+   their window's pairs, not for the whole max_history: with a long
+   history a batch of them once failed with MS_ERR_CAPACITY under the
+   default max_extra_words. */
+static void test_gpu_llamacpp_room(void) {
+  enum { V = 64, R = 64 };
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t slots[R];
+  ms_result rr[R];
+  static float x[R * V];
+  void *dl = NULL, *dt = NULL;
+  ms_cuda_batch b;
+  int r;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = R; d.max_vocab = V; d.max_slots = R; d.max_history = 4096;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  CHECK(ms_cuda_malloc(cu, &dl, sizeof x) == MS_OK && ms_cuda_malloc(cu, &dt, R * 4) == MS_OK);
+  t_fill(x, R * V, 1.0f);
+  CHECK(ms_cuda_upload(cu, dl, x, sizeof x) == MS_OK);
+  for (r = 0; r < R; r++) {
+    ps[r] = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+    ps[r].repetition_penalty = 1.1f;   /* penalty_last_n: llama.cpp's 64 */
+    ps[r].seed = 9u + (uint64_t)r; ps[r].has_seed = 1;
+    pp[r] = &ps[r];
+    slots[r] = r;
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, NULL, 0, NULL), MS_OK);
+  }
+  memset(&b, 0, sizeof b);
+  b.n_rows = R; b.vocab = V; b.logits = dl; b.row_stride = V; b.params = pp; b.slots = slots; b.accept = 1;
+  b.tokens = dt; b.row_results = rr;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+  CHECK_EQ_INT(rr[R - 1], MS_OK);
+  ms_cuda_free(cu, dl); ms_cuda_free(cu, dt);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- HF epsilon and eta ------------------------------------------------------------
    Random HF rows with epsilon and / or eta after top_k (both routes),
    top_p and min_p, raw and processed logprobs, against ms_probs /
@@ -2795,11 +2965,24 @@ static void test_gpu_budget_matches_cpu(void) {
   }
   /* bad budgets, as ms_seq_reset refuses them */
   for (i = 0; i <= MS_BUDGET_MAX_IDS; i++) big[i] = 1;
-  ps[0].budget_end = big; ps[0].n_budget_end = MS_BUDGET_MAX_IDS + 1;
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 4, &ps[0]), MS_ERR_CAPACITY);
-  big[0] = V;
-  ps[0].n_budget_end = 2;
-  CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 4, &ps[0]), MS_ERR_TOKEN_OUT_OF_RANGE);
+  /* a failed reset still starts the request, without a budget, as
+     ms_seq_reset does: no state of the request before outlives it (the
+     slot once kept it) */
+  for (i = 0; i < 2; i++) {
+    ms_budget_state gs = MS_BUDGET_IDLE, cs;
+    int32_t grem = -5, crem = -5;
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 4, &ps[0]), MS_OK);
+    CHECK(ms_cuda_seq_budget_state(cu, 0, &gs, &grem) == MS_OK && gs != MS_BUDGET_IDLE);
+    ps[0].budget_end = big; ps[0].n_budget_end = i ? 2 : MS_BUDGET_MAX_IDS + 1;
+    big[0] = i ? V : 1;
+    CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, 0, dh, 4, &ps[0]), i ? MS_ERR_TOKEN_OUT_OF_RANGE : MS_ERR_CAPACITY);
+    CHECK_EQ_INT(ms_seq_reset(s[0], prompt[0], 4, V, &ps[0], 0), i ? MS_ERR_TOKEN_OUT_OF_RANGE : MS_ERR_CAPACITY);
+    cs = ms_seq_budget_state(s[0], &crem);
+    CHECK(ms_cuda_seq_budget_state(cu, 0, &gs, &grem) == MS_OK);
+    CHECK_EQ_INT((int)gs, (int)cs);
+    CHECK_EQ_INT((int)gs, (int)MS_BUDGET_IDLE);
+    ps[0].budget_end = end; ps[0].n_budget_end = 2;
+  }
   for (r = 0; r < R; r++) ms_seq_destroy(s[r]);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dh); ms_cuda_free(cu, dtop);
   ms_cuda_destroy(cu);
@@ -3182,6 +3365,7 @@ int main(int argc, char **argv) {
     RUN(test_nvrtc_compile_sm90_topp_bins);
     RUN(test_nvrtc_unsupported_arch);
     RUN(test_nvrtc_options_env);
+    RUN(test_route_env);
     RUN(test_fast_units_env);
     RUN(test_compile_caches);
     RUN(test_cache_dir_env);
@@ -3212,6 +3396,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_stage_order_per_profile);
   RUN_GPU(test_gpu_llamacpp_matches_cpu);
   RUN_GPU(test_gpu_llamacpp_slots);
+  RUN_GPU(test_gpu_llamacpp_room);
   RUN_GPU(test_gpu_bad_values_where_masked);
   RUN_GPU(test_gpu_budget_matches_cpu);
   RUN_GPU(test_gpu_hf_epsilon_eta);

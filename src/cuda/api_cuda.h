@@ -219,10 +219,11 @@ MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *ba
    its end sequence, the slot's rows sample the forced token (the later
    rows' own budget fields are not read, as on the CPU). Asynchronous on
    stream (the budget travels in the kernel's arguments: nothing to keep
-   alive). Returns MS_OK, MS_ERR_INVALID_PARAM (slot), MS_ERR_NULL_ARGUMENT,
-   MS_ERR_CAPACITY (a budget sequence longer than MS_BUDGET_MAX_IDS),
-   MS_ERR_TOKEN_OUT_OF_RANGE (a budget id outside [0, max_vocab)) or
-   MS_ERR_DEVICE. Thread safety: one call at a time per ms_cuda. */
+   alive). Returns MS_OK, MS_ERR_INVALID_PARAM (slot, n_prompt < 0),
+   MS_ERR_NULL_ARGUMENT (those two change nothing), MS_ERR_CAPACITY (a
+   budget sequence longer than MS_BUDGET_MAX_IDS), MS_ERR_TOKEN_OUT_OF_RANGE
+   (a budget id outside [0, max_vocab)): as ms_seq_reset, the request then
+   starts without a budget, or MS_ERR_DEVICE. Thread safety: one call at a time per ms_cuda. */
 MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const void *prompt, int32_t n_prompt,
                                   const ms_params *params);
 

@@ -223,12 +223,23 @@ static int ms__cuda_desc_ok(const ms_cuda_desc *d) {
 }
 
 /* Whether top_p takes the bins first: ms_cuda_desc.topp, or by default
-   $MYSAMPLE_CUDA_TOPP = bins. */
+   $MYSAMPLE_CUDA_TOPP = bins (radix, or unset: no); -1 for another value
+   (refused, not taken for radix: a typo would time the wrong build). */
 static int ms__cuda_topp_bins(const ms_cuda_desc *d) {
   const char *e;
   if (d->topp != MS_CUDA_TOPP_DEFAULT) return d->topp == MS_CUDA_TOPP_BINS;
   e = ms__cu_getenv("MYSAMPLE_CUDA_TOPP");
-  return e && !strcmp(e, "bins");
+  if (!e || !*e || !strcmp(e, "radix")) return 0;
+  return !strcmp(e, "bins") ? 1 : -1;
+}
+
+/* An on/off switch of the environment (the routes' A/B switches): unset
+   or empty, the default; "1" on, "0" off; -1 for another value. */
+static int ms__cuda_env_switch(const char *name, int def) {
+  const char *e = ms__cu_getenv(name);
+  if (!e || !*e) return def;
+  if (!strcmp(e, "0") || !strcmp(e, "1")) return e[0] - '0';
+  return -1;
 }
 
 /* Tokens of history per slot: ms_cuda_desc.max_history, 64 by default. */
@@ -248,6 +259,7 @@ MSDEF size_t ms_cuda_workspace_size(const ms_cuda_desc *d) {
   n += S * (V + W) * 4 + S * 4;                                          /* sequences: counters, seen bits, lengths */
   n += S * ((size_t)ms__cuda_hist_cap(d) + 1) * 4;                       /* their histories */
   n += S * MS__CUDA_BUD_WORDS * 4;                                       /* their reasoning budgets */
+  if (ms__cuda_topp_bins(d) < 0) return 0;                              /* ($MYSAMPLE_CUDA_TOPP: neither) */
   if (ms__cuda_topp_bins(d)) n += rows * MS__CUDA_PCAND * 8;             /* top_p's listed keys */
   return n;
 }
@@ -316,6 +328,18 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
                (int)desc->max_extra_words, (int)desc->topp, (int)desc->max_history);
     return desc->max_vocab < 1 || desc->max_vocab > (1 << 28) ? MS_ERR_BAD_VOCAB : MS_ERR_INVALID_PARAM;
   }
+  if (ms__cuda_topp_bins(desc) < 0) {
+    ms__cu_msg(msg, msg_size, "MYSAMPLE_CUDA_TOPP: '%s' is not radix or bins", ms__cu_getenv("MYSAMPLE_CUDA_TOPP"));
+    return MS_ERR_INVALID_PARAM;
+  }
+  {
+    static const char *const sw[] = {"MYSAMPLE_CUDA_PDL", "MYSAMPLE_CUDA_NOPASS", "MYSAMPLE_CUDA_KFAST", "MYSAMPLE_CUDA_PBSTATS"};
+    for (i = 0; i < 4; i++)
+      if (ms__cuda_env_switch(sw[i], 1) < 0) {
+        ms__cu_msg(msg, msg_size, "%s: '%s' is not 0 or 1", sw[i], ms__cu_getenv(sw[i]));
+        return MS_ERR_INVALID_PARAM;
+      }
+  }
   rc = ms_cuda_load_driver(desc->driver_path, msg, msg_size);
   if (rc != MS_OK) return rc;
   rc = ms_cuda_load_nvrtc(desc->nvrtc_path, msg, msg_size);
@@ -352,7 +376,7 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
       if (e == MS__CUDA_SUCCESS) e = d->primary_retain(&cu->ctx, dev);
       if (e != MS__CUDA_SUCCESS) {
         ms__cu_msg(msg, msg_size, "device %d: %s", (int)desc->device, ms__cu_errstr(e));
-        MS__CU_FREE(cu);
+        MS__CU_FREE(cu->slot_mark); MS__CU_FREE(cu->slot_budget); MS__CU_FREE(cu);
         return MS_ERR_NO_DEVICE;
       }
       cu->device = dev;
@@ -381,11 +405,11 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   {
     int drv = 0;
     cu->pdl = major >= 9 && d->launch_ex != NULL && d->driver_version(&drv) == MS__CUDA_SUCCESS && drv >= 12030;
-    if (ms__cu_getenv("MYSAMPLE_CUDA_PDL") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PDL"), "0")) cu->pdl = 0;
+    if (!ms__cuda_env_switch("MYSAMPLE_CUDA_PDL", 1)) cu->pdl = 0;
   }
-  cu->nopass = !(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_NOPASS"), "0"));
-  cu->kfast = !(ms__cu_getenv("MYSAMPLE_CUDA_KFAST") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_KFAST"), "0"));
-  cu->pb_stats = !(ms__cu_getenv("MYSAMPLE_CUDA_PBSTATS") && !strcmp(ms__cu_getenv("MYSAMPLE_CUDA_PBSTATS"), "0"));
+  cu->nopass = ms__cuda_env_switch("MYSAMPLE_CUDA_NOPASS", 1);
+  cu->kfast = ms__cuda_env_switch("MYSAMPLE_CUDA_KFAST", 1);
+  cu->pb_stats = ms__cuda_env_switch("MYSAMPLE_CUDA_PBSTATS", 1);
 
   /* kernels: caches, else NVRTC */
   memset(&co, 0, sizeof co);
@@ -556,8 +580,12 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       if (ll_pen) {
         /* room for the window's (token, count) pairs: ms_k_mask fills them
            (a window longer than max_history or MS__CUDA_MAX_TOP fails
-           the row on the device with MS_ERR_CAPACITY) */
-        const int32_t w = cu->hist_cap < MS__CUDA_MAX_TOP ? cu->hist_cap : MS__CUDA_MAX_TOP;
+           the row on the device with MS_ERR_CAPACITY), at most one a
+           token of the window: penalty_last_n's when it is shorter (a
+           large max_history once reserved 2048 words a row whatever
+           the window, and batches failed with MS_ERR_CAPACITY) */
+        int32_t w = cu->hist_cap < MS__CUDA_MAX_TOP ? cu->hist_cap : MS__CUDA_MAX_TOP;
+        if (p->penalty_last_n > 0 && p->penalty_last_n < w) w = p->penalty_last_n;
         if (used + 2 * (size_t)w > cap) return 0;
         R->ll_last_n = p->penalty_last_n; R->ll_pen_off = (int32_t)used;
         used += 2 * (size_t)w;
@@ -920,7 +948,7 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
                                   const ms_params *params) {
   const ms__cu_driver *d = &ms__cu_g.drv;
   ms__cuda_seq_args S;
-  ms_result rc = MS_OK;
+  ms_result rc = MS_OK, bud_rc = MS_OK;
   int pushed = 0, i;
   unsigned grid;
   if (!cu) return MS_ERR_NULL_ARGUMENT;
@@ -930,12 +958,17 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
   S.bud_tokens = -1;
   if (params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
       params->budget_start && params->budget_end) {
-    /* the reasoning budget, as ms_seq_reset takes it */
-    if (params->n_budget_start > MS_BUDGET_MAX_IDS || params->n_budget_end > MS_BUDGET_MAX_IDS) return MS_ERR_CAPACITY;
-    for (i = 0; i < params->n_budget_start; i++)
-      if (params->budget_start[i] < 0 || params->budget_start[i] >= cu->max_vocab) return MS_ERR_TOKEN_OUT_OF_RANGE;
-    for (i = 0; i < params->n_budget_end; i++)
-      if (params->budget_end[i] < 0 || params->budget_end[i] >= cu->max_vocab) return MS_ERR_TOKEN_OUT_OF_RANGE;
+    /* the reasoning budget, as ms_seq_reset takes it: a bad one still
+       starts the request (the prompt, no budget) and returns its error,
+       so that no earlier request's state outlives a failed reset */
+    if (params->n_budget_start > MS_BUDGET_MAX_IDS || params->n_budget_end > MS_BUDGET_MAX_IDS) bud_rc = MS_ERR_CAPACITY;
+    for (i = 0; bud_rc == MS_OK && i < params->n_budget_start; i++)
+      if (params->budget_start[i] < 0 || params->budget_start[i] >= cu->max_vocab) bud_rc = MS_ERR_TOKEN_OUT_OF_RANGE;
+    for (i = 0; bud_rc == MS_OK && i < params->n_budget_end; i++)
+      if (params->budget_end[i] < 0 || params->budget_end[i] >= cu->max_vocab) bud_rc = MS_ERR_TOKEN_OUT_OF_RANGE;
+  }
+  if (bud_rc == MS_OK && params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
+      params->budget_start && params->budget_end) {
     S.bud_tokens = params->budget_tokens;
     S.bud_n_start = params->n_budget_start;
     S.bud_n_end = params->n_budget_end;
@@ -963,7 +996,7 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
   }
   if (rc == MS_OK) cu->slot_budget[slot] = S.bud_tokens >= 0;
   ms__cuda_leave(pushed);
-  return rc;
+  return rc != MS_OK ? rc : bud_rc;
 }
 
 MSDEF ms_result ms_cuda_seq_budget_state(ms_cuda *cu, int32_t slot, ms_budget_state *state, int32_t *remaining) {

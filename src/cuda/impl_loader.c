@@ -16,8 +16,12 @@
 #  include <windows.h>
 #  include <direct.h>
 #  include <process.h>
+#  include <io.h>
+#  include <fcntl.h>
+#  include <sys/stat.h>
 #else
 #  include <dlfcn.h>
+#  include <fcntl.h>
 #  include <sys/stat.h>
 #  include <sys/time.h>
 #  include <sys/types.h>

@@ -82,20 +82,27 @@ static const char *const ms__cu_opts[] = { "-std=c++14", NULL };
    it (NVRTC's worker threads) the ASan test binary began exiting non-zero
    on CI with no report; one thread per compile is the safe default. */
 
-/* $MYSAMPLE_CUDA_NVRTC_OPTIONS: up to 6 more NVRTC options, split at
-   spaces (e.g. "--Ofast-compile=min" to trade run time for a faster cold
-   compile). They join the cache key like the fixed ones. Caller holds
-   ms__cu_compile_mu (the split copy is static). Returns how many. */
+/* $MYSAMPLE_CUDA_NVRTC_OPTIONS: up to 6 more NVRTC options (at most
+   min(6, room)), split at spaces, 255 characters in all (e.g.
+   "--Ofast-compile=min" to trade run time for a faster cold compile).
+   They join the cache key like the fixed ones. Caller holds
+   ms__cu_compile_mu (the split copy is static). Returns how many, or -1
+   for a value with more options or characters than that (refused, not
+   cut: a cut once turned -DMS_L2PF=32 into -DMS_L2PF=3). */
+#define MS__CU_EXTRA_OPTS 6
 static int ms__cu_extra_opts(const char **opts, int room) {
   static char buf[256];
   const char *e = ms__cu_getenv("MYSAMPLE_CUDA_NVRTC_OPTIONS");
+  const int most = room < MS__CU_EXTRA_OPTS ? room : MS__CU_EXTRA_OPTS;
   char *p;
   int n = 0;
   if (!e || !*e) return 0;
-  snprintf(buf, sizeof buf, "%s", e);
-  for (p = buf; *p && n < room && n < 6;) {
+  if (strlen(e) >= sizeof buf) return -1;
+  memcpy(buf, e, strlen(e) + 1);
+  for (p = buf; *p;) {
     while (*p == ' ') p++;
     if (!*p) break;
+    if (n == most) return -1;
     opts[n++] = p;
     while (*p && *p != ' ') p++;
     if (*p) *p++ = 0;   /* ends this option here (the last one read too) */
@@ -128,6 +135,17 @@ static unsigned long long ms__cu_fnv(const void *p, size_t n, unsigned long long
   return h;
 }
 #define MS__CU_FNV0 14695981039346656037ULL
+/* The cache file's check of its units: FNV-1a's step over 8-byte words
+   (a disk hit hashes ~0.6 MB; a byte at a time took about 0.5 ms). */
+static unsigned long long ms__cu_hash64(const char *p, size_t n, unsigned long long h) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    unsigned long long w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ULL;
+  }
+  return ms__cu_fnv(p + i, n - i, h);
+}
 
 /* Joins the embedded chunks once (under ms__cu_compile_mu). */
 static const char *ms__cu_get_source(void) {
@@ -151,10 +169,14 @@ static const char *ms__cu_get_source(void) {
 
 /* -- the disk cache ------------------------------------------------------------
    One file per key, <dir>/cuda-<16 hex of the key hash>.bin: a header line
-   "mysample-cuda-cache 3 <key> <size of unit 0> ... <size of the build's last unit>\n"
-   then the units' binaries back to back (n_units of them: the key says
-   which build, so the reader knows how many). Written to a temporary name and
-   renamed, so readers never see half a file. */
+   "mysample-cuda-cache 4 <key> <size of unit 0> ... <size of the build's
+   last unit> <16 hex: ms__cu_hash64 of the units>\n" then the units'
+   binaries back to back (n_units of them: the key says which build, so the
+   reader knows how many). Written to a temporary name of its own (created
+   exclusively: never through a link another user planted) and renamed, so
+   readers never see half a file; a file whose units do not hash to its
+   header's value (a torn write, bit rot) is ignored and rewritten, never
+   handed to the driver. */
 
 static int ms__cu_mkdir_p(const char *dir) {
   char buf[512];
@@ -184,26 +206,29 @@ static int ms__cu_mkdir_p(const char *dir) {
   }
 }
 
-/* The cache directory into buf; returns 0 when the disk cache is off. */
+/* Is the whole of snprintf's output in the buffer? */
+static int ms__cu_fits(int w, size_t size) { return w >= 0 && (size_t)w < size; }
+
+/* The cache directory into buf; returns 0 when the disk cache is off, 1
+   when on, -1 when the path does not fit in size bytes (refused: a cut
+   path names a directory nobody asked for). */
 static int ms__cu_cache_dir(const ms_cuda_compile_opts *o, char *buf, size_t size) {
   const char *e;
   if (o && o->no_disk_cache) return 0;
   if (o && o->cache_dir) {
     if (!o->cache_dir[0]) return 0;
-    snprintf(buf, size, "%s", o->cache_dir);
-    return 1;
+    return ms__cu_fits(snprintf(buf, size, "%s", o->cache_dir), size) ? 1 : -1;
   }
   e = ms__cu_getenv("MYSAMPLE_CUDA_CACHE");
   if (e) {
-    if (!strcmp(e, "off") || !strcmp(e, "0")) return 0;
-    snprintf(buf, size, "%s", e);
-    return 1;
+    if (!strcmp(e, "off") || !strcmp(e, "OFF") || !strcmp(e, "0")) return 0;
+    return ms__cu_fits(snprintf(buf, size, "%s", e), size) ? 1 : -1;
   }
-  if ((e = ms__cu_getenv("XDG_CACHE_HOME")) != NULL) { snprintf(buf, size, "%s/mysample", e); return 1; }
+  if ((e = ms__cu_getenv("XDG_CACHE_HOME")) != NULL) return ms__cu_fits(snprintf(buf, size, "%s/mysample", e), size) ? 1 : -1;
 #ifdef _WIN32
-  if ((e = ms__cu_getenv("LOCALAPPDATA")) != NULL) { snprintf(buf, size, "%s\\mysample", e); return 1; }
+  if ((e = ms__cu_getenv("LOCALAPPDATA")) != NULL) return ms__cu_fits(snprintf(buf, size, "%s\\mysample", e), size) ? 1 : -1;
 #endif
-  if ((e = ms__cu_getenv("HOME")) != NULL) { snprintf(buf, size, "%s/.cache/mysample", e); return 1; }
+  if ((e = ms__cu_getenv("HOME")) != NULL) return ms__cu_fits(snprintf(buf, size, "%s/.cache/mysample", e), size) ? 1 : -1;
   return 0;
 }
 
@@ -217,12 +242,21 @@ static size_t ms__cu_layout(const size_t *len, size_t *off) {
   return n;
 }
 
-/* The header line of a cache file for key and its n_units units' sizes. */
-static void ms__cu_cache_head(char *head, size_t size, const char *key, int n_units, const size_t *len) {
-  int u, w = snprintf(head, size, "mysample-cuda-cache 3 %s", key);
+/* The header line of a cache file for key, its n_units units' sizes and
+   their hash. */
+static void ms__cu_cache_head(char *head, size_t size, const char *key, int n_units, const size_t *len,
+                              unsigned long long hash) {
+  int u, w = snprintf(head, size, "mysample-cuda-cache 4 %s", key);
   for (u = 0; u < n_units && w > 0 && (size_t)w < size; u++)
     w += snprintf(head + w, size - (size_t)w, " %llu", (unsigned long long)len[u]);
-  if (w > 0 && (size_t)w < size) snprintf(head + w, size - (size_t)w, "\n");
+  if (w > 0 && (size_t)w < size) snprintf(head + w, size - (size_t)w, " %016llx\n", hash);
+}
+/* The hash of the n_units units of a buffer laid out by ms__cu_layout. */
+static unsigned long long ms__cu_units_hash(const char *data, int n_units, const size_t *len, const size_t *off) {
+  unsigned long long h = MS__CU_FNV0;
+  int u;
+  for (u = 0; u < n_units; u++) h = ms__cu_hash64(data + off[u], len[u], h);
+  return h;
 }
 
 /* Reads the n_units units of key from an open cache file into one buffer
@@ -232,8 +266,9 @@ static void ms__cu_cache_head(char *head, size_t size, const char *key, int n_un
 static char *ms__cu_read_cache_f(FILE *f, const char *key, int n_units, size_t *len, size_t *off, size_t *size) {
   char head[512], want[512], *p, *end;
   char *data = NULL;
+  unsigned long long hash = 0;
   int u, ok = 1;
-  if (!fgets(head, sizeof head, f) || strncmp(head, "mysample-cuda-cache 3 ", 22) != 0 ||
+  if (!fgets(head, sizeof head, f) || strncmp(head, "mysample-cuda-cache 4 ", 22) != 0 ||
       !(p = strchr(head + 22, ' '))) return NULL;
   for (u = 0; u < MS__CU_UNITS; u++) len[u] = 0;
   for (u = 0; u < n_units && ok; u++) {
@@ -242,15 +277,17 @@ static char *ms__cu_read_cache_f(FILE *f, const char *key, int n_units, size_t *
     len[u] = (size_t)n;
     p = end;
   }
-  /* the whole line again from the key and sizes: anything else in it
-     (a sign, spaces, another key, more units) and the file is not ours */
-  if (ok) ms__cu_cache_head(want, sizeof want, key, n_units, len);
+  if (ok) { hash = strtoull(p, &end, 16); ok = end != p; }
+  /* the whole line again from the key, sizes and hash: anything else in
+     it (a sign, spaces, another key, more units) and the file is not ours */
+  if (ok) ms__cu_cache_head(want, sizeof want, key, n_units, len, hash);
   if (!ok || strcmp(head, want) != 0) return NULL;
   *size = ms__cu_layout(len, off);
   data = (char *)MS__CU_MALLOC(*size);
   for (u = 0; data && u < n_units; u++) {
     if (fread(data + off[u], 1, len[u], f) != len[u]) { MS__CU_FREE(data); data = NULL; }
   }
+  if (data && ms__cu_units_hash(data, n_units, len, off) != hash) { MS__CU_FREE(data); data = NULL; }
   return data;
 }
 
@@ -263,24 +300,51 @@ static char *ms__cu_read_cache(const char *file, const char *key, int n_units, s
   return data;
 }
 
+/* All n bytes to the descriptor (a write may take part of them). */
+static int ms__cu_write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+#ifdef _WIN32
+    const int w = _write(fd, p, (unsigned)(n < (1u << 30) ? n : (1u << 30)));
+#else
+    const long w = (long)write(fd, p, n < ((size_t)1 << 30) ? n : ((size_t)1 << 30));
+#endif
+    if (w <= 0) return 0;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 1;
+}
+
 static void ms__cu_write_cache(const char *dir, const char *file, const char *key, int n_units, const char *data,
                                const size_t *len, const size_t *off) {
-  char tmp[560], head[512];
+  char tmp[600], head[512];
   static unsigned ms__cu_tmp_counter;
-  FILE *f;
-  int ok, u;
+  int ok, u, fd = -1, tries;
   if (ms__cu_mkdir_p(dir) != 0) return;
+  /* a name of this process's, created exclusively (O_EXCL: not through a
+     link or over a file someone else put there; a stale one of a dead
+     process with this pid is skipped) */
+  for (tries = 0; tries < 4 && fd < 0; tries++) {
 #ifdef _WIN32
-  snprintf(tmp, sizeof tmp, "%s.%lu.%u.tmp", file, (unsigned long)GetCurrentProcessId(), ms__cu_tmp_counter++);
+    if (!ms__cu_fits(snprintf(tmp, sizeof tmp, "%s.%lu.%u.tmp", file, (unsigned long)GetCurrentProcessId(), ms__cu_tmp_counter++),
+                     sizeof tmp)) return;
+    fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
 #else
-  snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", file, (long)getpid(), ms__cu_tmp_counter++);
+    if (!ms__cu_fits(snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", file, (long)getpid(), ms__cu_tmp_counter++), sizeof tmp)) return;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
 #endif
-  f = fopen(tmp, "wb");
-  if (!f) return;
-  ms__cu_cache_head(head, sizeof head, key, n_units, len);
-  ok = fputs(head, f) >= 0;
-  for (u = 0; u < n_units && ok; u++) ok = fwrite(data + off[u], 1, len[u], f) == len[u];
-  ok = (fclose(f) == 0) && ok;
+  }
+  if (fd < 0) return;
+  /* written through the descriptor (fdopen is POSIX's, not C99's: a
+     strict -std=c99 build does not declare it) */
+  ms__cu_cache_head(head, sizeof head, key, n_units, len, ms__cu_units_hash(data, n_units, len, off));
+  ok = ms__cu_write_all(fd, head, strlen(head));
+  for (u = 0; u < n_units && ok; u++) ok = ms__cu_write_all(fd, data + off[u], len[u]);
+#ifdef _WIN32
+  ok = (_close(fd) == 0) && ok;
+#else
+  ok = (close(fd) == 0) && ok;
+#endif
   if (!ok) { remove(tmp); return; }
 #ifdef _WIN32
   if (!MoveFileExA(tmp, file, MOVEFILE_REPLACE_EXISTING)) remove(tmp);
@@ -486,7 +550,12 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
      byte the same */
   if (g->rtc_major > 12 || (g->rtc_major == 12 && g->rtc_minor >= 4)) opts[n_opts++] = "-minimal";
   if (o && o->topp_bins) opts[n_opts++] = "-DMS_TOPP_BINS=1";   /* (in the key through the options' hash) */
-  n_opts += ms__cu_extra_opts(opts + n_opts, (int)(sizeof opts / sizeof opts[0]) - n_opts);
+  i = ms__cu_extra_opts(opts + n_opts, (int)(sizeof opts / sizeof opts[0]) - n_opts);
+  if (i < 0) {
+    ms__cu_msg(log, log_size, "MYSAMPLE_CUDA_NVRTC_OPTIONS: more than %d options or 255 characters", MS__CU_EXTRA_OPTS);
+    return MS_ERR_INVALID_PARAM;
+  }
+  n_opts += i;
   for (i = 0; i < n_opts; i++) opt_hash = ms__cu_fnv(opts[i], strlen(opts[i]) + 1, opt_hash);
   fast = ms__cu_fast_units();
   if (fast < 0) {
@@ -518,6 +587,11 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
   }
   /* 2. disk */
   disk = ms__cu_cache_dir(o, dir, sizeof dir);
+  if (disk < 0) {
+    ms__cu_msg(log, log_size, "the disk cache's directory is longer than %d bytes; name a shorter one (cache_dir, "
+               "MYSAMPLE_CUDA_CACHE) or turn the disk cache off", (int)sizeof dir - 1);
+    return MS_ERR_INVALID_PARAM;
+  }
   if (disk) {
     snprintf(file, sizeof file, "%s/cuda-%016llx.bin", dir, ms__cu_fnv(key, strlen(key), MS__CU_FNV0));
     if (info) snprintf(info->cache_file, sizeof info->cache_file, "%s", file);
@@ -532,6 +606,11 @@ static ms_result ms__cu_compile_locked(int sm, const ms_cuda_compile_opts *o, ms
     if (info) for (i = 0; i < info->n_kernels; i++) info->kernel_seconds[i] = seconds[info->kernel_program[i]];
     if (disk) ms__cu_write_cache(dir, file, key, n_units, data, len, off);
   }
+  /* one entry a key: with no_memory_cache the compile or read above ran
+     anyway (to time it), and the entry already held, the same binaries,
+     stays (others may hold it; entries live as long as the process) */
+  for (b = ms__cu_bins; b; b = b->next)
+    if (!strcmp(b->key, key)) { MS__CU_FREE(data); *out = b; if (info) info->source = source; return MS_OK; }
   b = (ms__cu_bin *)MS__CU_MALLOC(sizeof *b);
   if (!b) { MS__CU_FREE(data); ms__cu_msg(log, log_size, "out of memory"); return MS_ERR_OUT_OF_MEMORY; }
   memset(b, 0, sizeof *b);
