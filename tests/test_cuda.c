@@ -418,6 +418,9 @@ static void test_cache_dir_env(void) {
   t_setenv("XDG_CACHE_HOME", "/tmp/xdg");
   t_setenv("LOCALAPPDATA", "C:\\Users\\u\\AppData\\Local");
   CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/tmp/xdg/mysample"));
+  t_setenv("MYSAMPLE_CUDA_CACHE", "");   /* empty: as unset */
+  CHECK(ms__cu_cache_dir(NULL, buf, sizeof buf) == 1 && !strcmp(buf, "/tmp/xdg/mysample"));
+  t_setenv("MYSAMPLE_CUDA_CACHE", NULL);
   t_setenv("XDG_CACHE_HOME", NULL);
   t_setenv("HOME", "/home/u");
 #ifdef _WIN32

@@ -220,7 +220,7 @@ static int ms__cu_cache_dir(const ms_cuda_compile_opts *o, char *buf, size_t siz
     return ms__cu_fits(snprintf(buf, size, "%s", o->cache_dir), size) ? 1 : -1;
   }
   e = ms__cu_getenv("MYSAMPLE_CUDA_CACHE");
-  if (e) {
+  if (e && *e) {   /* (empty: as unset; it named "/cuda-<hash>.bin" at the root) */
     if (!strcmp(e, "off") || !strcmp(e, "OFF") || !strcmp(e, "0")) return 0;
     return ms__cu_fits(snprintf(buf, size, "%s", e), size) ? 1 : -1;
   }
