@@ -385,7 +385,8 @@ typedef struct ms_logprob {
 typedef struct ms_output {
   int32_t token;        /* the sampled (or greedy) token */
   float logprob;        /* its logprob in the params' mode (when logprobs >= 0) */
-  int32_t rank;         /* 1 + number of tokens with a strictly larger logprob */
+  int32_t rank;         /* tokens whose logprob is >= this one's, itself and its
+                           ties included (vLLM v1); 0 without logprobs */
   int32_t n_top;        /* entries written to top (descending, ties by id) */
   ms_logprob *top;
   int32_t top_capacity;

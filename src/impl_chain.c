@@ -70,8 +70,12 @@ MS__PRIVATE int32_t ms__chain_window(const ms__row *R, int32_t last_n, int32_t *
   const ms_seq *seq = R->seq;
   uint32_t *map = R->w->ka;
   int32_t hist = seq->n_prompt + seq->n_output, n = 0, i;
+  /* (a token of a larger vocabulary than this row's, which ms_seq_reset
+     and ms_seq_accept took against theirs, is left out: as the core
+     pipeline does; map has a slot per id of the row only) */
   if (last_n < 0 || last_n >= hist) {
     for (i = 0; i < seq->n_distinct; i++) {
+      if (seq->d_token[i] >= R->V) continue;
       toks[n] = seq->d_token[i];
       cnt[n] = seq->d_count[i] + seq->d_pcount[i];
       map[toks[n]] = (uint32_t)n;
@@ -81,7 +85,9 @@ MS__PRIVATE int32_t ms__chain_window(const ms__row *R, int32_t last_n, int32_t *
   }
   for (i = hist - last_n; i < hist; i++) {
     int32_t t = seq->tokens[i];
-    uint32_t s = map[t];
+    uint32_t s;
+    if (t >= R->V) continue;
+    s = map[t];
     if (s < (uint32_t)n && toks[s] == t) cnt[s]++;
     else { map[t] = (uint32_t)n; toks[n] = t; cnt[n] = 1; n++; }
   }
@@ -161,7 +167,7 @@ MS__PRIVATE ms_result ms__chain_dry_pairs(const ms__row *R, int32_t *np) {
   /* 3. the token after each repeat would extend it: keep the longest */
   for (i = 0; i < N - 1; i++) {
     int32_t len = z[i];
-    if (len >= allowed) {
+    if (len >= allowed && MS__RAT(N - 2 - i) < R->V) {   /* (another vocabulary's id: as above) */
       int32_t tok = MS__RAT(N - 2 - i);
       uint32_t s = map[tok];
       if (s < (uint32_t)n && toks[s] == tok) { if (lens[s] < len) lens[s] = len; }
@@ -452,14 +458,21 @@ MS__PRIVATE int32_t ms__chain_draw_index(const float *e, int32_t n, double z, do
   return last;
 }
 
-/* Processed logprobs from the list (sorted, weights e, mass z). */
+/* Processed logprobs from the list (weights e, mass z), in value order or
+   in id order (typical's band): the draw is done, so an id-ordered list
+   is sorted here, by weight, ties by id, for its first N. */
 MS__PRIVATE void ms__chain_logprobs(ms__row *R, int32_t n, double z, int32_t pick, ms_output *out) {
   ms__ws *w = R->w;
-  int32_t n_top = R->p->logprobs, i, m;
+  int32_t n_top = R->p->logprobs, i, m, sorted = 1;
   double logz = log(z);
-  out->logprob = pick >= 0 && w->e[pick] > 0.0f ? (float)(log((double)w->e[pick]) - logz) : -INFINITY;
+  const float ep = pick >= 0 ? w->e[pick] : 0.0f;
+  out->logprob = pick >= 0 && ep > 0.0f ? (float)(log((double)ep) - logz) : -INFINITY;
+  /* rank: the kept tokens whose weight is >= the token's, itself and its
+     ties included (vLLM v1); whatever the list's order */
   out->rank = 1;
-  if (pick >= 0) for (i = 0; i < n && w->e[i] > w->e[pick]; i++) out->rank++;
+  if (pick >= 0) for (i = 0, out->rank = 0; i < n; i++) out->rank += w->e[i] >= ep;
+  for (i = 1; i < n && sorted; i++) sorted = w->e[i] <= w->e[i - 1];
+  if (!sorted && n_top > 0) ms__sort_desc(w, w->e, w->ci, n);
   m = n < n_top ? n : n_top;
   for (i = 0; i < m; i++) {
     w->tv[i] = w->e[i] > 0.0f ? (float)(log((double)w->e[i]) - logz) : -INFINITY;
@@ -704,7 +717,10 @@ MS__PRIVATE int ms__chain_band_row(ms__chain *C, const char *act, float tp, floa
     int32_t tok = ms__draw(R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
     if (tok < 0) { *rc = MS_ERR_ALL_MASKED; return 1; }
     out->token = tok;
-    if (p->logprobs >= 0) ms__logprobs_softmax(R, 1, 1.0f, tok, out); /* raw mode only here */
+    if (p->logprobs >= 0) {
+      if (p->logprobs_mode == MS_LOGPROBS_RAW) ms__logprobs_softmax(R, 1, 1.0f, tok, out);
+      else { k.t = 1.40129846e-45f; ms__logprobs_processed(R, &k, tok, out); }   /* (weights > 0: kept) */
+    }
   }
   return 1;
 }
@@ -739,7 +755,7 @@ MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, doubl
     wm = ms__expf(cut_m - R->m) * (1.0f - 1e-5f);
     if (wm > gcut) gcut = wm; /* what min-p drops is dropped whatever top-p's ties do */
   }
-  if (R->n_touched == 0 && !R->sparse && (p->logprobs < 0 || p->logprobs_mode == MS_LOGPROBS_RAW) &&
+  if (R->n_touched == 0 && !R->sparse &&
       !(strchr(act, 't') && p->temperature <= 0.0f) && !(strchr(act, 'm') && p->min_p > 1.0f)) {
     /* a set of more than a few % of the row is cheaper to mask than to
        gather: a strided sample of the weights tells */
@@ -882,7 +898,9 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
       int na = 0, unsorted;
       for (q = st; *q && na < 7; q++) if (ms__stage_on(R, *q)) act[na++] = *q;
       act[na] = 0;
-      unsorted = !*q && p->dynatemp_range <= 0.0f && (p->logprobs <= 0 || p->logprobs_mode == MS_LOGPROBS_RAW) &&
+      /* (whatever the logprobs: a request's draw walks the same order
+         whether or not it asks for processed logprobs) */
+      unsorted = !*q && p->dynatemp_range <= 0.0f &&
                  (!strcmp(act, "") || !strcmp(act, "p") || !strcmp(act, "m") || !strcmp(act, "t") || !strcmp(act, "pm") ||
                   !strcmp(act, "pt") || !strcmp(act, "mt") || !strcmp(act, "pmt"));
       if (unsorted) return ms__chain_band_finish(&C, act, kmass, kmax, seed, pos, out, probs);

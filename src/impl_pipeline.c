@@ -7,6 +7,7 @@
    scans stay single passes over the caller's row. */
 typedef struct ms__row {
   const float *x;
+  const float *raw;        /* the caller's logits: x too, unless a hook took a copy */
   int32_t V;
   const ms_params *p;
   const ms_seq *seq;
@@ -435,11 +436,15 @@ MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, d
   return z;
 }
 
-/* Number of effective logits strictly above v. */
-MS__PRIVATE int32_t ms__row_count_gt(ms__row *R, float v) {
+/* The float just below v (v finite): x > ms__below(v) is x >= v, so the
+   kernels' strict count gives the rank's "at least v" count. */
+MS__PRIVATE float ms__below(float v) { return nextafterf(v, -INFINITY); }
+
+/* Number of effective logits >= v (v finite). */
+MS__PRIVATE int32_t ms__row_count_ge(ms__row *R, float v) {
   int32_t c = 0, i;
-  if (!R->sparse) c = R->K->count_gt(R->x, R->V, R->enable, v);
-  for (i = 0; i < R->n_touched; i++) if (R->w->ovr[R->w->touched[i]] > v) c++;
+  if (!R->sparse) c = R->K->count_gt(R->x, R->V, R->enable, ms__below(v));
+  for (i = 0; i < R->n_touched; i++) if (R->w->ovr[R->w->touched[i]] >= v) c++;
   return c;
 }
 
@@ -1113,7 +1118,9 @@ MS__PRIVATE int32_t ms__keep_prefix(const float *cv, int32_t n, int32_t mtk, int
 
 MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float *ce, int32_t c) {
   const ms_params *p = R->p;
-  int32_t n = c, j, f, mtk = p->min_tokens_to_keep > 1 ? p->min_tokens_to_keep : 1;
+  /* (any min_tokens_to_keep >= V keeps every token: capped at V, as the
+     scans' buffers are) */
+  int32_t n = c, j, f, mtk = p->min_tokens_to_keep > 1 ? (p->min_tokens_to_keep < R->V ? p->min_tokens_to_keep : R->V) : 1;
   R->K->exp_sum(cv, c, NULL, k->m, k->s, ce, NULL);
   for (f = 0; f < MS__F_COUNT_; f++) {
     int32_t n_in = n;
@@ -1286,7 +1293,9 @@ MS__PRIVATE int ms__topk_weight_ties(ms__row *R, float t, int32_t k) {
 MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
   const ms_params *p = R->p;
   ms__ws *w = R->w;
-  int32_t V = R->V, f, mtk = p->min_tokens_to_keep > 1 ? p->min_tokens_to_keep : 1;
+  /* min_tokens_to_keep capped at V (HF keeps every token from V on; a
+     huge one overflowed the top-k scan's buffer size and hung it) */
+  int32_t V = R->V, f, mtk = p->min_tokens_to_keep > 1 ? (p->min_tokens_to_keep < V ? p->min_tokens_to_keep : V) : 1;
   int32_t kk = p->top_k > mtk ? p->top_k : mtk; /* HF: k = max(k, min_tokens_to_keep) */
   ms_result rc;
   int k_on = p->top_k > 0 && kk < V;
@@ -1723,6 +1732,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   if (use_raw) {
     /* the caller's row as given: no masks, no touched ids, no penalties (a
        lazy or deferred scan must not touch ids into this copy) */
+    raw.x = R->raw;   /* (not a hook's copy: raw means before every processor) */
     raw.enable = NULL; raw.sparse = 0; raw.n_touched = 0;
     raw.lazy = 0; raw.defer = 0; raw.n_pending = 0;
     Q = &raw;
@@ -1737,26 +1747,29 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
   nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
   if (nt == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
   m = w->tv[0];
-  ltok = use_raw ? R->x[token] : ms__eff(R, token);
+  ltok = use_raw ? Q->x[token] : ms__eff(R, token);
   if (nonfinite && !(ltok > -INFINITY && ltok < INFINITY)) ltok = -INFINITY;   /* (a forced token's own) */
   if (nonfinite) {
     z = 0.0;
     above = 0;
     for (i = 0; i < R->V; i++) {
-      float v = R->x[i];
+      float v = Q->x[i];
       if (!(v > -INFINITY && v < INFINITY)) continue;
       z += (double)ms__expf((v - m) * s);
-      above += v > ltok;
+      above += v >= ltok;
     }
   } else z = ms__row_exp_sum(Q, m, s, NULL, NULL);
   {
     double logz = log(z);
     float last = w->tv[nt - 1];
     int32_t c = 0;
-    for (i = 0; i < nt; i++) if (w->tv[i] > ltok) c++;
+    for (i = 0; i < nt; i++) if (w->tv[i] >= ltok) c++;
     out->logprob = (ltok == -INFINITY) ? -INFINITY : (float)((double)((ltok - m) * s) - logz);
-    /* rank: 1 + count strictly above; from the list when it holds them all */
-    out->rank = nonfinite ? 1 + above : (nt == t.k && ltok >= last) || nt < t.k ? 1 + c : 1 + ms__row_count_gt(Q, ltok);
+    /* rank: the count of logprobs >= the token's, itself and its ties
+       included (vLLM v1's (x >= v).sum()); from the list when it holds
+       them all (above its last value, whose ties may go on past it) */
+    out->rank = nonfinite ? (ltok == -INFINITY ? 1 + above : above)
+              : (nt == t.k && ltok > last) || nt < t.k ? c : ms__row_count_ge(Q, ltok);
     if (n_top > 0) {
       for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((w->tv[i] - m) * s) - logz);
       ms__top_out(out, n_top, w->tv, w->ti, nt);
@@ -1780,11 +1793,11 @@ MS__PRIVATE void ms__logprobs_from_candidates(ms__row *R, const ms__kept *k, int
     for (i = 0; i < n; i++) { out->top[i].token = w->ci[i]; out->top[i].logprob = (float)((double)(w->cv[i] - m) - logz); }
     out->n_top = n;
   }
-  if (lt >= w->cv[c - 1]) {
-    int32_t r = 1;
-    for (i = 0; i < c && w->cv[i] > lt; i++) r++;
+  if (lt > w->cv[c - 1]) {   /* (ties of the list's last value may go on past it) */
+    int32_t r = 0;
+    for (i = 0; i < c && w->cv[i] >= lt; i++) r++;
     out->rank = r;
-  } else out->rank = 1 + R->K->count_gt(R->x, R->V, NULL, lt);
+  } else out->rank = R->K->count_gt(R->x, R->V, NULL, ms__below(lt));
 }
 
 /* Logprobs of the final distribution of a random row (kept set k). */
@@ -1807,8 +1820,8 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
     int32_t n = k->n < n_top ? k->n : n_top, c = 0;
     for (i = 0; i < n; i++) { w->tv[i] = (float)((double)((w->cv[i] - k->m) * k->s) - logk); w->ti[i] = w->ci[i]; }
     ms__top_out(out, n_top, w->tv, w->ti, n);
-    for (i = 0; i < k->n; i++) if (w->cv[i] > ltok) c++;
-    out->rank = 1 + c;
+    for (i = 0; i < k->n; i++) if (w->cv[i] >= ltok) c++;
+    out->rank = c;
     return;
   }
   {
@@ -1822,7 +1835,7 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
     nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
     for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
     if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, nt); else out->n_top = 0;
-    out->rank = 1 + R->K->count_gt(w->e, R->V, NULL, etok);
+    out->rank = R->K->count_gt(w->e, R->V, NULL, ms__below(etok));
   }
 }
 
@@ -1867,7 +1880,7 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
   uint64_t pos = seq ? seq->position : 0;
   memset(&R, 0, sizeof R);
   memset(&k, 0, sizeof k);
-  R.x = x; R.V = V; R.p = p; R.seq = seq; R.r = &ms__profiles[p->profile]; R.K = K; R.w = w;
+  R.x = x; R.raw = x; R.V = V; R.p = p; R.seq = seq; R.r = &ms__profiles[p->profile]; R.K = K; R.w = w;
   {
     /* vLLM raises 0 < T < floor to the floor before its greedy test */
     float T = p->temperature;
@@ -1953,7 +1966,7 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     out->token = tok;
     if (p->logprobs >= 0) {
       if (p->logprobs_mode == MS_LOGPROBS_RAW && k.list && !k.id_order && !R.enable && !R.sparse &&
-          R.n_touched == 0 && k.n_cand >= (p->logprobs > 0 ? p->logprobs : 1)) {
+          R.n_touched == 0 && R.x == R.raw && k.n_cand >= (p->logprobs > 0 ? p->logprobs : 1)) {
         /* nothing changed the logits: the top-k candidates are the raw top
            values, so only the normaliser needs a pass over the row */
         ms__logprobs_from_candidates(&R, &k, tok, out);

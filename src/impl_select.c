@@ -95,7 +95,7 @@ MS__PRIVATE float ms__kth_largest(float *a, float *b, int32_t n, int32_t k) {
 
 MS__PRIVATE void ms__topk_init(ms__topk *t, int32_t k, float *bv, int32_t *bi, float *scratch, float *scratch2, int32_t hard, int keep_ties) {
   t->k = k; t->n = 0; t->bv = bv; t->bi = bi; t->scratch = scratch; t->scratch2 = scratch2; t->hard = hard;
-  t->soft = 4 * k > 64 ? 4 * k : 64;
+  t->soft = k > 16 ? (k > hard / 4 ? hard : 4 * k) : 64;   /* 4k, 64 at least, hard at most (no 4k overflow) */
   if (t->soft > hard) t->soft = hard;
   t->keep_ties = keep_ties; t->bad = 0;
   t->thr = -FLT_MAX;

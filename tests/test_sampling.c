@@ -210,7 +210,7 @@ TEST(test_logprobs) {
       for (i = 0; i < V; i++) if (x[i] > m) m = x[i];
       for (i = 0; i < V; i++) z += exp(x[i] - m);
       CHECK_NEAR(out.logprob, x[out.token] - m - log(z), 1e-4);
-      { int rank = 1; for (i = 0; i < V; i++) if (x[i] > x[out.token]) rank++; CHECK_EQ_INT(out.rank, rank); }
+      { int rank = 0; for (i = 0; i < V; i++) if (x[i] >= x[out.token]) rank++; CHECK_EQ_INT(out.rank, rank); }
       CHECK_EQ_INT(out.n_top, 20);
       for (i = 0; i < out.n_top; i++) {
         int j, above = 0;
@@ -523,6 +523,155 @@ TEST(test_bad_words_scope) {
   ms_seq_destroy(q); ms_sampler_destroy(s);
 }
 
+/* The rank counts the logprobs >= the token's, itself and its ties
+   included, as vLLM v1 ((x >= v).sum()): greedy on {2, 2, 1, 0} is rank 2;
+   in every mode, on rows of many ties (bf16-like logits). */
+TEST(test_rank_counts_ties) {
+  enum { V = 400 };
+  static const float four[4] = {2.0f, 2.0f, 1.0f, 0.0f};
+  float x[V], probs[V];
+  ms_sampler *s = sampler(V, 1);
+  ms_output out; ms_logprob top[5];
+  int it, i;
+  ms_params p = ms_params_default();
+  p.temperature = 0.0f; p.logprobs = 2;
+  memset(&out, 0, sizeof out); out.top = top; out.top_capacity = 5;
+  CHECK_EQ_INT(ms_sample(s, four, 4, &p, NULL, &out), MS_OK);
+  CHECK(out.token == 0 && out.rank == 2);
+  for (it = 0; it < 60; it++) {
+    int rank = 0;
+    p = ms_params_default();
+    for (i = 0; i < V; i++) x[i] = (float)(int)(rn() * 4.0f) * 0.5f;   /* a few distinct values */
+    p.temperature = it % 3 ? 0.8f : 0.0f;
+    if (it % 4 == 1) p.top_k = 30;
+    if (it % 4 == 2) p.top_p = 0.8f;
+    if (it % 4 == 3) { p.min_p = 0.1f; p.top_k = 100; }
+    p.logprobs = 5; p.logprobs_mode = (it / 2) % 2 ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW;
+    p.seed = 40u + (uint64_t)it; p.has_seed = 1;
+    memset(&out, 0, sizeof out); out.top = top; out.top_capacity = 5;
+    CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &out), MS_OK);
+    if (p.logprobs_mode == MS_LOGPROBS_RAW || p.temperature == 0.0f) {
+      for (i = 0; i < V; i++) rank += x[i] >= x[out.token];
+    } else {
+      CHECK_EQ_INT(ms_probs(s, x, V, &p, NULL, probs), MS_OK);
+      for (i = 0; i < V; i++) rank += probs[i] > 0.0f && x[i] >= x[out.token];
+    }
+    CHECK_MSG(out.rank == rank, "it %d: rank %d, want %d", it, (int)out.rank, rank);
+  }
+  ms_sampler_destroy(s);
+}
+
+/* A hook (either stage) leaves raw logprobs raw: the caller's logits
+   before every processor, as vLLM's raw_logprobs (the hook's copy, with the
+   bias in it, once stood in for them). */
+static ms_result t_noop_hook(void *user, float *logits, int32_t vocab, const struct ms_seq *seq, const struct ms_params *p) {
+  (void)user; (void)logits; (void)vocab; (void)seq; (void)p;
+  return MS_OK;
+}
+TEST(test_hook_keeps_raw_logprobs) {
+  enum { V = 300 };
+  float x[V];
+  ms_sampler *s = sampler(V, 1);
+  ms_output a, b; ms_logprob ta[4], tb[4];
+  ms_bias bias = {3, 5.0f};
+  int stage, i;
+  for (i = 0; i < V; i++) x[i] = rn();
+  for (stage = MS_HOOK_FIRST; stage <= MS_HOOK_BEFORE_SAMPLING; stage++) {
+    ms_params p = ms_params_default();
+    p.logit_bias = &bias; p.n_logit_bias = 1;
+    p.top_k = 40; p.logprobs = 4; p.seed = 5; p.has_seed = 1;
+    memset(&a, 0, sizeof a); a.top = ta; a.top_capacity = 4;
+    memset(&b, 0, sizeof b); b.top = tb; b.top_capacity = 4;
+    CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &a), MS_OK);
+    p.hook = t_noop_hook; p.hook_stage = (ms_hook_stage)stage;
+    CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &b), MS_OK);
+    CHECK_EQ_INT(b.token, a.token);
+    CHECK(b.logprob == a.logprob && b.rank == a.rank && b.n_top == a.n_top);
+    for (i = 0; i < a.n_top && i < b.n_top; i++) CHECK(ta[i].token == tb[i].token && ta[i].logprob == tb[i].logprob);
+  }
+  ms_sampler_destroy(s);
+}
+
+/* HF's min_tokens_to_keep of any size keeps every token from V on (a huge
+   one overflowed the scan's buffer size, and ms_sample never returned). */
+TEST(test_hf_huge_min_tokens_to_keep) {
+  enum { V = 500 };
+  float x[V], pa[V], pb[V];
+  ms_sampler *s = sampler(V, 1);
+  ms_output out;
+  int i;
+  ms_params p = ms_params_profile_default(MS_PROFILE_HF);
+  for (i = 0; i < V; i++) x[i] = rn();
+  p.top_p = 0.5f; p.top_k = 20; p.min_tokens_to_keep = 0x7fffffff; p.seed = 1; p.has_seed = 1;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &out), MS_OK);
+  CHECK_EQ_INT(ms_probs(s, x, V, &p, NULL, pa), MS_OK);
+  p.min_tokens_to_keep = V;
+  CHECK_EQ_INT(ms_probs(s, x, V, &p, NULL, pb), MS_OK);
+  for (i = 0; i < V; i++) CHECK(pa[i] == pb[i] && pa[i] > 0.0f);
+  ms_sampler_destroy(s);
+}
+
+/* llama.cpp's chain on a sequence holding ids past the row's vocabulary
+   (ms_seq_reset checks ids against its own vocab): they are left out of
+   the penalty window and DRY, as the core pipeline leaves them out (they
+   indexed a scratch array of the row's size). */
+TEST(test_llamacpp_foreign_ids) {
+  enum { V = 64 };
+  static const int32_t with[6] = {5, 900, 7, 901, 5, 7000}, without[3] = {5, 7, 5};
+  float x[V], pa[V], pb[V];
+  ms_sampler *s = sampler(V, 1);
+  ms_seq *qa = NULL, *qb = NULL;
+  int i, n;
+  ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+  for (i = 0; i < V; i++) x[i] = rn();
+  p.repetition_penalty = 1.3f; p.frequency_penalty = 0.2f; p.penalty_last_n = -1;
+  p.dry_multiplier = 0.8f; p.dry_allowed_length = 1;
+  CHECK(ms_seq_create(&qa, 64) == MS_OK && ms_seq_create(&qb, 64) == MS_OK);
+  if (!qa || !qb) return;
+  for (n = 0; n < 2; n++) {
+    p.penalty_last_n = n ? 4 : -1;
+    CHECK_EQ_INT(ms_seq_reset(qa, with, 6, 10000, &p, 0), MS_OK);
+    CHECK_EQ_INT(ms_seq_reset(qb, without, 3, 10000, &p, 0), MS_OK);
+    CHECK_EQ_INT(ms_probs(s, x, V, &p, qa, pa), MS_OK);
+    CHECK_EQ_INT(ms_probs(s, x, V, &p, qb, pb), MS_OK);
+    if (!n) for (i = 0; i < V; i++) CHECK(pa[i] == pb[i]);   /* (the whole sequence: the same counts) */
+  }
+  ms_seq_destroy(qa); ms_seq_destroy(qb);
+  ms_sampler_destroy(s);
+}
+
+/* llama.cpp's typical_p over the whole row: the token drawn does not
+   depend on whether processed logprobs are asked for (the band was drawn
+   in id order, the sorted list in value order), and the processed rank
+   counts the kept tokens at least as likely. */
+TEST(test_llamacpp_typical_draw_order) {
+  enum { V = 2000 };
+  float x[V], probs[V];
+  ms_sampler *s = sampler(V, 1);
+  ms_output a, b; ms_logprob tb[3];
+  int seed, i, differ = 0;
+  for (i = 0; i < V; i++) x[i] = rn();
+  for (seed = 0; seed < 20; seed++) {
+    ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+    int rank = 0;
+    p.top_k = 0; p.typical_p = 0.9f; p.seed = (uint64_t)seed; p.has_seed = 1;
+    memset(&a, 0, sizeof a);
+    CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &a), MS_OK);
+    p.logprobs = 3; p.logprobs_mode = MS_LOGPROBS_PROCESSED;
+    memset(&b, 0, sizeof b); b.top = tb; b.top_capacity = 3;
+    CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &b), MS_OK);
+    differ += a.token != b.token;
+    CHECK_EQ_INT(ms_probs(s, x, V, &p, NULL, probs), MS_OK);
+    for (i = 0; i < V; i++) rank += probs[i] > 0.0f && probs[i] >= probs[b.token];
+    CHECK_MSG(b.rank == rank, "seed %d: rank %d, want %d", seed, (int)b.rank, rank);
+    CHECK(b.n_top == 3 && tb[0].logprob >= tb[1].logprob && tb[1].logprob >= tb[2].logprob);
+    for (i = 0; i < V; i++) CHECK(!(probs[i] > expf(tb[0].logprob) * 1.0001f));
+  }
+  CHECK_EQ_INT(differ, 0);
+  ms_sampler_destroy(s);
+}
+
 int main(void) {
   RUN(test_masked_bad_values);
   RUN(test_bad_words_scope);
@@ -536,5 +685,10 @@ int main(void) {
   RUN(test_seeds_and_replay);
   RUN(test_caller_parallel_for);
   RUN(test_min_tokens_and_penalties_scope);
+  RUN(test_rank_counts_ties);
+  RUN(test_hook_keeps_raw_logprobs);
+  RUN(test_hf_huge_min_tokens_to_keep);
+  RUN(test_llamacpp_foreign_ids);
+  RUN(test_llamacpp_typical_draw_order);
   return t_done();
 }

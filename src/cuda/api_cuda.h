@@ -143,7 +143,8 @@ MSDEF int ms_cuda_pdl(const ms_cuda *cu);
 typedef struct ms_cuda_out {
   int32_t token;        /* the sampled token, -1 on a row error */
   float logprob;        /* its logprob in the row's mode (logprobs >= 0) */
-  int32_t rank;         /* 1 + number of tokens with a strictly larger logprob */
+  int32_t rank;         /* tokens whose logprob is >= this one's, itself and its
+                           ties included (vLLM v1), as ms_output.rank */
   int32_t status;       /* an ms_result: MS_OK, MS_ERR_NAN_LOGIT, MS_ERR_INF_LOGIT,
                            MS_ERR_ALL_MASKED, MS_ERR_CAPACITY (no_repeat_ngram, or llama.cpp's
                            penalty window, reaching past max_history), or the host-side

@@ -3134,8 +3134,8 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
     __syncthreads();
     const float ep = s_e[pick];
     if (tid == 0) {
-      i32 rk = 1;
-      for (i32 i = 0; i < n && s_e[i] > ep; i++) rk++;
+      i32 rk = 0;   /* the list's weights >= the token's (vLLM v1: itself and its ties) */
+      for (i32 i = 0; i < n; i++) rk += s_e[i] >= ep;
       Q->ll_lp = s_v[pick];
       Q->ll_rank = rk;
     }
@@ -3343,13 +3343,14 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_lp(Args A)
   /* the rank, and how many the kept set holds (processed: lv is -inf
      outside it, and a kept logit is finite) */
   u32 cnt = 0u, nk = 0u;
+  const int tok_inf = !(vt > ms_neg_inf());   /* (a forced token on a non-finite logit: 1 + the finite ones, as the CPU) */
   for (i32 i = tid; i < V; i += blockDim.x) {
     const float v = lv(i);
-    cnt += fkey(v) > kt ? 1u : 0u;
+    cnt += (tok_inf ? (v > ms_neg_inf() && v < ms_pos_inf()) : fkey(v) >= kt) ? 1u : 0u;
     nk += v > ms_neg_inf() ? 1u : 0u;
   }
   cnt = bsum_u(cnt);
-  const i32 rank = (i32)cnt + 1;
+  const i32 rank = (i32)cnt + tok_inf;   /* logprobs >= the token's, itself and its ties included (vLLM v1's (x >= v).sum()) */
   if (lp_proc && !cand) nkept = (i32)bsum_u(nk);
 #define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
                 : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
