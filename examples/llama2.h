@@ -69,6 +69,7 @@ typedef struct l2_state {
 typedef struct l2_tokenizer {
   int32_t vocab;
   int32_t max_len;
+  int32_t max_piece;     /* the longest piece in bytes (max_len is the file's unchecked claim) */
   float *score;
   int32_t *off;          /* vocab + 1 */
   unsigned char *bytes;
@@ -354,6 +355,7 @@ L2_FN int l2_tokenizer_load(l2_tokenizer **out, const char *path, int32_t vocab,
     p += 8;
     if (l < 0 || (size_t)l > len - p) goto bad;
     t->off[i] = (int32_t)total;
+    if (l > t->max_piece) t->max_piece = l;
     memcpy(t->bytes + total, buf + p, (size_t)l);
     total += (size_t)l; p += (size_t)l;
   }
@@ -428,55 +430,151 @@ static int32_t l2__lookup(const l2_tokenizer *t, const unsigned char *s, int32_t
   return -1;
 }
 
-/* Encodes text like llama2.c: optional BOS, a leading space (sentencepiece's
-   dummy prefix) when text is non-empty, one piece per UTF-8 character where
-   the vocabulary has it (else its bytes as <0xHH> pieces, else skipped),
-   then merges of adjacent pairs with the best score until none applies.
-   Writes at most cap ids and returns the number written; work is
-   O(n^2) in the prompt length, so callers bound len (the server does). */
-L2_FN int32_t l2_encode(const l2_tokenizer *t, const unsigned char *text, size_t len, int bos,
-                        int32_t *out, int32_t cap) {
-  int32_t n = 0, i;
-  unsigned char *merged;
-  size_t p = 0;
-  if (cap <= 0) return 0;
-  if (bos) out[n++] = L2_BOS;
-  merged = (unsigned char *)malloc((size_t)(t->max_len > 0 && t->max_len < (1 << 20) ? t->max_len : 64) * 2 + 16);
-  if (!merged) return n;
-  if (len > 0 && n < cap) {
-    int32_t id = l2__lookup(t, (const unsigned char *)" ", 1);
-    if (id >= 0) out[n++] = id;
+/* A candidate merge: the pieces at list nodes `at` and `right` into `id`. */
+typedef struct l2__cand { float score; int32_t at, right, id; } l2__cand;
+
+/* Heap order: the best score first, the leftmost of equal scores first (the
+   order in which llama2.c's scan picks them). */
+static int l2__cand_before(const l2__cand *a, const l2__cand *b) {
+  return a->score > b->score || (a->score == b->score && a->at < b->at);
+}
+static void l2__heap_push(l2__cand *h, int32_t *n, l2__cand c) {
+  int32_t i = (*n)++;
+  while (i > 0) {
+    int32_t p = (i - 1) / 2;
+    if (!l2__cand_before(&c, &h[p])) break;
+    h[i] = h[p];
+    i = p;
   }
-  while (p < len && n < cap) {
+  h[i] = c;
+}
+static l2__cand l2__heap_pop(l2__cand *h, int32_t *n) {
+  l2__cand top = h[0], last = h[--*n];
+  int32_t i = 0;
+  if (*n == 0) return top;
+  for (;;) {
+    int32_t k = 2 * i + 1;
+    if (k >= *n) break;
+    if (k + 1 < *n && l2__cand_before(&h[k + 1], &h[k])) k++;
+    if (!l2__cand_before(&h[k], &last)) break;
+    h[i] = h[k];
+    i = k;
+  }
+  h[i] = last;
+  return top;
+}
+static int32_t l2__plen(const l2_tokenizer *t, int32_t id) { return t->off[id + 1] - t->off[id]; }
+/* Pushes the merge of nodes at and right when the vocabulary has it. */
+static void l2__try_pair(const l2_tokenizer *t, const int32_t *tok, int32_t at, int32_t right, unsigned char *merged,
+                         int32_t max_merged, l2__cand *h, int32_t *nh) {
+  int32_t a = tok[at], b = tok[right], la = l2__plen(t, a), lb = l2__plen(t, b), id;
+  if (la + lb > max_merged) return;
+  memcpy(merged, t->bytes + t->off[a], (size_t)la);
+  memcpy(merged + la, t->bytes + t->off[b], (size_t)lb);
+  id = l2__lookup(t, merged, la + lb);
+  if (id >= 0 && t->score[id] > -1e30f) {   /* llama2.c's scan starts from -1e30: lower (and NaN) never merge */
+    l2__cand c;
+    c.score = t->score[id]; c.at = at; c.right = right; c.id = id;
+    l2__heap_push(h, nh, c);
+  }
+}
+
+/* The whole text's ids (BOS first when bos) in a malloc'd array, *n_out
+   their count. NULL with *n_out -1: out of memory; NULL with *n_out -2: the
+   pieces before merging hold more than max_bytes bytes. */
+static int32_t *l2__encode_all(const l2_tokenizer *t, const unsigned char *text, size_t len, int bos,
+                               uint64_t max_bytes, int32_t *n_out) {
+  int32_t n = 0, i, nh = 0, head, *ids = NULL, *tok, *prv, *nxt;
+  int32_t max_merged = (t->max_len > 0 && t->max_len < (1 << 20) ? t->max_len : 64) * 2 + 16;
+  uint64_t bytes = 0;
+  size_t p = 0, cap;
+  unsigned char *merged = NULL;
+  l2__cand *h = NULL;
+  *n_out = -1;
+  if (len > (size_t)INT32_MAX / 4 - 8) return NULL;   /* the heap's int32 indices */
+  cap = len + 2;   /* at most one piece per byte, plus the space */
+  tok = (int32_t *)malloc(cap * 3 * sizeof(int32_t));
+  if (!tok) return NULL;
+  prv = tok + cap; nxt = prv + cap;
+  if (len > 0) {
+    int32_t id = l2__lookup(t, (const unsigned char *)" ", 1);
+    if (id >= 0) { tok[n++] = id; bytes += (uint64_t)l2__plen(t, id); }
+  }
+  while (p < len) {
     size_t cl = 1, k;
     int32_t id;
     unsigned char c = text[p];
     if (c >= 0xC0) { while (p + cl < len && cl < 4 && (text[p + cl] & 0xC0) == 0x80) cl++; }
     id = l2__lookup(t, text + p, (int32_t)cl);
-    if (id >= 0) out[n++] = id;
+    if (id >= 0) { tok[n++] = id; bytes += (uint64_t)l2__plen(t, id); }
     else
-      for (k = 0; k < cl && n < cap; k++)
-        if (t->byte_id[text[p + k]] >= 0) out[n++] = t->byte_id[text[p + k]];
+      for (k = 0; k < cl; k++)
+        if (t->byte_id[text[p + k]] >= 0) { tok[n++] = t->byte_id[text[p + k]]; bytes += (uint64_t)l2__plen(t, tok[n - 1]); }
+    /* every final token is one piece, so it spans at most max_piece of these bytes */
+    if (bytes > max_bytes) { free(tok); *n_out = -2; return NULL; }
     p += cl;
   }
-  for (;;) {
-    float best = -1e30f;
-    int32_t best_id = -1, best_at = -1;
-    for (i = (bos ? 1 : 0); i + 1 < n; i++) {
-      int32_t a = out[i], b = out[i + 1], la, lb, id;
-      la = t->off[a + 1] - t->off[a]; lb = t->off[b + 1] - t->off[b];
-      if (la + lb > (t->max_len > 0 && t->max_len < (1 << 20) ? t->max_len : 64) * 2 + 16) continue;
-      memcpy(merged, t->bytes + t->off[a], (size_t)la);
-      memcpy(merged + la, t->bytes + t->off[b], (size_t)lb);
-      id = l2__lookup(t, merged, la + lb);
-      if (id >= 0 && t->score[id] > best) { best = t->score[id]; best_id = id; best_at = i; }
-    }
-    if (best_at < 0) break;
-    out[best_at] = best_id;
-    memmove(out + best_at + 1, out + best_at + 2, (size_t)(n - best_at - 2) * sizeof(int32_t));
-    n--;
+  /* merges: a doubly linked list of the pieces and a heap of candidate pairs
+     (O(n log n)). A merge keeps the left node and drops the right one; a
+     candidate is stale when its nodes are no longer neighbours or either
+     piece grew since (merged pieces are strictly longer, so the lengths
+     tell) */
+  merged = (unsigned char *)malloc((size_t)max_merged);
+  h = (l2__cand *)malloc(((size_t)n * 3 + 1) * sizeof(l2__cand));
+  ids = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t));
+  if (!merged || !h || !ids) { free(tok); free(merged); free(h); free(ids); return NULL; }
+  for (i = 0; i < n; i++) { prv[i] = i - 1; nxt[i] = i + 1 < n ? i + 1 : -1; }
+  for (i = 0; i + 1 < n; i++) l2__try_pair(t, tok, i, i + 1, merged, max_merged, h, &nh);
+  while (nh > 0) {
+    l2__cand c = l2__heap_pop(h, &nh);
+    if (tok[c.at] < 0 || nxt[c.at] != c.right || l2__plen(t, tok[c.at]) + l2__plen(t, tok[c.right]) != l2__plen(t, c.id))
+      continue;
+    tok[c.at] = c.id;
+    tok[c.right] = -1;
+    nxt[c.at] = nxt[c.right];
+    if (nxt[c.at] >= 0) prv[nxt[c.at]] = c.at;
+    if (prv[c.at] >= 0) l2__try_pair(t, tok, prv[c.at], c.at, merged, max_merged, h, &nh);
+    if (nxt[c.at] >= 0) l2__try_pair(t, tok, c.at, nxt[c.at], merged, max_merged, h, &nh);
   }
-  free(merged);
+  *n_out = 0;
+  if (bos) ids[(*n_out)++] = L2_BOS;
+  for (head = n > 0 ? 0 : -1; head >= 0; head = nxt[head]) ids[(*n_out)++] = tok[head];  /* node 0 is never dropped */
+  free(tok); free(merged); free(h);
+  return ids;
+}
+
+/* Encodes text like llama2.c: optional BOS, a leading space (sentencepiece's
+   dummy prefix) when text is non-empty, one piece per UTF-8 character where
+   the vocabulary has it (else its bytes as <0xHH> pieces, else skipped),
+   then merges of adjacent pairs, the best score first and the leftmost of
+   equal scores, until none applies. Writes the first cap ids of the whole
+   text's encoding and returns their number. O(n log n) in len. */
+L2_FN int32_t l2_encode(const l2_tokenizer *t, const unsigned char *text, size_t len, int bos,
+                        int32_t *out, int32_t cap) {
+  int32_t n, *ids;
+  if (cap <= 0) return 0;
+  ids = l2__encode_all(t, text, len, bos, UINT64_MAX, &n);
+  if (!ids) { if (bos) out[0] = L2_BOS; return bos ? 1 : 0; }
+  if (n > cap) n = cap;
+  memcpy(out, ids, (size_t)n * sizeof(int32_t));
+  free(ids);
+  return n;
+}
+
+/* Like l2_encode, for a prompt that must fit: returns the number of ids
+   written (<= cap), cap + 1 when the text needs more than cap ids (then
+   out's contents are unspecified; a text far too long is refused before it
+   is merged), or -1 when out of memory. */
+L2_FN int32_t l2_encode_fit(const l2_tokenizer *t, const unsigned char *text, size_t len, int bos,
+                            int32_t *out, int32_t cap) {
+  int32_t n, *ids, room = cap - (bos ? 1 : 0);
+  if (cap < 0) return -1;
+  if (room < 0) return cap + 1;
+  ids = l2__encode_all(t, text, len, bos, (uint64_t)room * (uint64_t)(t->max_piece > 0 ? t->max_piece : 0), &n);
+  if (!ids) return n == -2 ? cap + 1 : -1;
+  if (n > cap) { free(ids); return cap + 1; }
+  memcpy(out, ids, (size_t)n * sizeof(int32_t));
+  free(ids);
   return n;
 }
 

@@ -60,7 +60,7 @@
 /* ---- limits ------------------------------------------------------------ */
 #define MAX_HEADER_BYTES   16384          /* request line + headers; beyond: 431 */
 #define MAX_BODY_DEFAULT   (1u << 20)     /* request body; beyond: 413 (--max-body) */
-#define MAX_OUT_BYTES      (8u << 20)     /* unsent output per connection; beyond: dropped */
+#define MAX_OUT_BYTES      (8u << 20)     /* unsent output of a stream in progress; beyond: dropped */
 #define REQUEST_TIMEOUT_MS 10000          /* a started request must arrive whole within this: 408 (--request-timeout) */
 #define IDLE_TIMEOUT_MS    60000          /* keep-alive connection with no request: closed (--idle-timeout) */
 #define WRITE_STALL_MS     30000          /* pending output with no progress: dropped (--write-timeout) */
@@ -260,14 +260,14 @@ static const unsigned char *model_lp_bytes(const model *m, int32_t id, int32_t *
   }
   return ng_piece(m->ng, id, len);
 }
-/* Prompt text -> ids (llama2: BOS first). Returns the count (<= cap), or
-   cap + 1 when the prompt needs more than cap tokens. */
+/* Prompt text -> ids (llama2: BOS first). Returns the count (<= cap),
+   cap + 1 when the prompt needs more than cap tokens, or -1 when out of
+   memory. */
 static int32_t model_encode(const model *m, const char *text, size_t len, int32_t *out, int32_t cap) {
   if (m->is_llama) {
-    /* llama2.c's encoder is quadratic: the byte bound below keeps it cheap */
-    int32_t n = l2_encode(m->tk, (const unsigned char *)text, len, 1, out, cap);
-    if (n >= cap && len > 0) return cap + 1;
-    return n;
+    /* the whole prompt is counted (O(n log n)); a text too long for cap
+       tokens is refused before its merges */
+    return l2_encode_fit(m->tk, (const unsigned char *)text, len, 1, out, cap);
   } else {
     int32_t n = ng_encode(m->ng, (const unsigned char *)text, len, out, cap);
     return n > cap ? cap + 1 : n;
@@ -314,6 +314,7 @@ typedef struct choice {
   int feed_failed;
   int done;
   ms_finish finish;
+  ms_stop_reason stop_reason; /* with finish, for the non-stream body (str points into text) */
   /* non-stream logprobs */
   ms_token_logprobs *lp;
   ms_token *lp_top;
@@ -356,6 +357,7 @@ struct conn {
   size_t out_off;
   int64_t t_open, t_req, t_progress;
   int keep_alive;
+  int http10;              /* the request in progress is HTTP/1.0: streams are close-delimited */
   int close_after;
   int in_eof;
   int sent_continue;
@@ -460,19 +462,28 @@ static void respond_error(server *S, conn *c, int code, const char *type, const 
   respond(S, c, code, "application/json", S->scratch.p, S->scratch.len, close_after);
 }
 
-/* Streams: chunked transfer encoding, one chunk per SSE event. */
+/* Streams: chunked transfer encoding, one chunk per SSE event. An HTTP/1.0
+   client must not get Transfer-Encoding (RFC 9112 6.1): its stream is the
+   raw events, ended by closing the connection. */
 static void stream_begin(server *S, conn *c) {
   (void)S;
+  if (c->http10) {
+    c->keep_alive = 0;
+    buf_printf(&c->out, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                        "Connection: close\r\n\r\n");
+    return;
+  }
   buf_printf(&c->out, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                       "Transfer-Encoding: chunked\r\nConnection: %s\r\n\r\n", c->keep_alive ? "keep-alive" : "close");
 }
 static void stream_event(conn *c, const char *data, size_t n) {
   if (n == 0) return;
+  if (c->http10) { buf_append(&c->out, data, n); return; }
   buf_printf(&c->out, "%lx\r\n", (unsigned long)n);
   buf_append(&c->out, data, n);
   buf_append(&c->out, "\r\n", 2);
 }
-static void stream_end(conn *c) { buf_append(&c->out, "0\r\n\r\n", 5); }
+static void stream_end(conn *c) { if (!c->http10) buf_append(&c->out, "0\r\n\r\n", 5); }
 
 /* ---- connections ---------------------------------------------------------- */
 static void request_free(server *S, request *r);
@@ -547,6 +558,12 @@ static int get_int(const js_doc *d, const js_val *o, const char *k, int64_t *out
   *out = v->i;
   return 0;
 }
+/* get_int that also says whether the field was given (not absent, not null). */
+static int get_int_given(const js_doc *d, const js_val *o, const char *k, int64_t *out, int *given, perr *e) {
+  const js_val *v = js_get(d, o, k);
+  *given = v && v->type != JS_NULL;
+  return get_int(d, o, k, out, e);
+}
 static int get_bool(const js_doc *d, const js_val *o, const char *k, int *out, perr *e) {
   const js_val *v = js_get(d, o, k);
   if (!v || v->type == JS_NULL) return 0;
@@ -576,6 +593,20 @@ static int chat_content(const js_doc *d, const js_val *content, buf *text, perr 
    ms_seq, so the random numbers are the CPU path's) and copies back the
    outputs. The device-side sequence in each choice's slot carries the
    penalty counters; the kernel appends every sampled token to it. */
+
+/* Frees the GPU sampler and its buffers (NULL-safe); sampling is on the CPU after. */
+static void gpu_stop(server *S) {
+  if (!S->cu) return;
+  ms_cuda_free(S->cu, S->d_logits); ms_cuda_free(S->cu, S->d_tokens); ms_cuda_free(S->cu, S->d_out);
+  ms_cuda_free(S->cu, S->d_top); ms_cuda_free(S->cu, S->d_acc); ms_cuda_free(S->cu, S->d_prompt);
+  ms_cuda_destroy(S->cu);
+  S->cu = NULL;
+  S->d_logits = S->d_tokens = S->d_out = S->d_top = S->d_acc = S->d_prompt = NULL;
+  free(S->free_slot); free(S->row_slot); free(S->acc_host); free(S->row_seed); free(S->row_pos); free(S->h_out); free(S->h_top);
+  S->free_slot = S->row_slot = S->acc_host = NULL; S->row_seed = S->row_pos = NULL; S->h_out = NULL; S->h_top = NULL;
+  S->n_free_slot = 0;
+}
+
 static int gpu_start(server *S) {
   ms_cuda_desc d;
   char msg[8192];
@@ -605,21 +636,13 @@ static int gpu_start(server *S) {
       ms_cuda_malloc(S->cu, &S->d_acc, sizeof(int32_t) * 2 * (size_t)n) != MS_OK ||
       ms_cuda_malloc(S->cu, &S->d_prompt, sizeof(int32_t) * (size_t)S->d_prompt_cap) != MS_OK) {
     fprintf(stderr, "server: --cuda: out of memory for the GPU buffers; sampling on the CPU\n");
-    return 0; /* what was allocated lives until exit: gpu_stop frees it */
+    gpu_stop(S);   /* S->cu NULL: the CPU sampler (with no free slot every request would fail) */
+    return 0;
   }
   for (i = 0; i < n; i++) S->free_slot[i] = n - 1 - i;
   S->n_free_slot = n;
   fprintf(stderr, "server: sampling on the GPU: %s (%s)\n", ms_cuda_device_name(S->cu), ms_cuda_target(S->cu));
   return 1;
-}
-
-static void gpu_stop(server *S) {
-  if (!S->cu) return;
-  ms_cuda_free(S->cu, S->d_logits); ms_cuda_free(S->cu, S->d_tokens); ms_cuda_free(S->cu, S->d_out);
-  ms_cuda_free(S->cu, S->d_top); ms_cuda_free(S->cu, S->d_acc); ms_cuda_free(S->cu, S->d_prompt);
-  ms_cuda_destroy(S->cu);
-  S->cu = NULL;
-  free(S->free_slot); free(S->row_slot); free(S->acc_host); free(S->row_seed); free(S->row_pos); free(S->h_out); free(S->h_top);
 }
 
 /* A device-side sequence for a new choice: a free slot, cleared, with the
@@ -814,10 +837,11 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
     } else { fail(e, "prompt", "'prompt' must be a string, an array with one string, or an array of token ids"); goto out; }
   }
   if (!r->prompt) {
-    int32_t cap = m->ctx * 4 + 8;   /* llama2 merges pieces after collecting them */
+    int32_t cap = m->ctx * 4 + 8;   /* room to count a prompt somewhat over the context, for the message */
     r->prompt = (int32_t *)malloc(((size_t)cap + 2) * sizeof(int32_t));
     if (!r->prompt) { fail(e, NULL, "out of memory"); e->code = 500; goto out; }
     r->n_prompt = model_encode(m, text.p ? text.p : "", text.len, r->prompt, cap);
+    if (r->n_prompt < 0) { fail(e, NULL, "out of memory"); e->code = 500; goto out; }
     if (r->n_prompt > cap) {
       fail(e, "messages", "This model's maximum context length is %d tokens. However, your prompt is longer.", (int)m->ctx);
       goto out;
@@ -842,18 +866,26 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
   if (iv < 1 || iv > MAX_N) { fail(e, "n", "n must be in [1, %d], got %lld.", MAX_N, (long long)iv); goto out; }
   if (iv > S->slots) { fail(e, "n", "n must be at most the server's slots (%d), got %lld.", S->slots, (long long)iv); goto out; }
   r->n = (int)iv;
-  iv = -1;
-  if (get_int(&d, root, "max_tokens", &iv, e)) goto out;
-  if (r->api == API_CHAT && get_int(&d, root, "max_completion_tokens", &iv, e)) goto out;
-  if (iv != -1 && iv < 1) { fail(e, "max_tokens", "max_tokens must be at least 1, got %lld.", (long long)iv); goto out; }
-  if (iv > 0 && (iv > m->ctx || iv + r->n_prompt > m->ctx)) {
-    fail(e, "max_tokens", "This model's maximum context length is %d tokens. However, you requested %lld tokens "
-         "(%d in the messages, %lld in the completion). Please reduce the length of the messages or completion.",
-         (int)m->ctx, (long long)(iv + r->n_prompt), (int)r->n_prompt, (long long)iv);
-    goto out;
+  {
+    /* presence is tracked apart from the value: every integer a client
+       sends is validated (-1 included) */
+    int64_t mt = 0, mct = 0;
+    int has_mt, has_mct;
+    if (get_int_given(&d, root, "max_tokens", &mt, &has_mt, e)) goto out;
+    has_mct = 0;
+    if (r->api == API_CHAT && get_int_given(&d, root, "max_completion_tokens", &mct, &has_mct, e)) goto out;
+    if (has_mct) { mt = mct; has_mt = 1; }   /* max_completion_tokens wins, as before */
+    if (has_mt && mt < 1) { fail(e, "max_tokens", "max_tokens must be at least 1, got %lld.", (long long)mt); goto out; }
+    if (has_mt && mt > m->ctx - r->n_prompt) {
+      /* the sum in unsigned: mt may be INT64_MAX */
+      fail(e, "max_tokens", "This model's maximum context length is %d tokens. However, you requested %llu tokens "
+           "(%d in the messages, %lld in the completion). Please reduce the length of the messages or completion.",
+           (int)m->ctx, (unsigned long long)mt + (unsigned long long)r->n_prompt, (int)r->n_prompt, (long long)mt);
+      goto out;
+    }
+    r->max_tokens = has_mt ? (int32_t)mt : m->ctx - r->n_prompt;
+    if (!has_mt && r->max_tokens > MAX_TOKENS_DEFAULT_CAP) r->max_tokens = MAX_TOKENS_DEFAULT_CAP;
   }
-  r->max_tokens = iv > 0 ? (int32_t)iv : m->ctx - r->n_prompt;
-  if (iv <= 0 && r->max_tokens > MAX_TOKENS_DEFAULT_CAP) r->max_tokens = MAX_TOKENS_DEFAULT_CAP;
 
   /* sampling parameters: ms_params_validate gives vLLM's messages */
   if (get_float(&d, root, "temperature", &r->params.temperature, e)) goto out;
@@ -897,9 +929,15 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
         fail(e, "logit_bias", "logit_bias keys must be token ids, got '%.64s'", b->key); goto out;
       }
       if (b->type != JS_NUMBER) { fail(e, "logit_bias", "logit_bias values must be numbers"); goto out; }
-      r->bias[r->n_bias].token = (int32_t)id;
-      r->bias[r->n_bias].bias = (float)(b->num > 1e6 ? 1e6 : b->num < -1e6 ? -1e6 : b->num);
-      r->n_bias++;
+      {
+        /* a repeated id ("32" twice, or "32" and "032") keeps its last value,
+           as vLLM's dict does: the sampler would add the entries up */
+        int32_t k;
+        for (k = 0; k < r->n_bias && r->bias[k].token != (int32_t)id; k++) {}
+        r->bias[k].token = (int32_t)id;
+        r->bias[k].bias = (float)(b->num > 1e6 ? 1e6 : b->num < -1e6 ? -1e6 : b->num);
+        if (k == r->n_bias) r->n_bias++;
+      }
     }
     r->params.logit_bias = r->bias;
     r->params.n_logit_bias = r->n_bias;
@@ -1140,6 +1178,7 @@ static void choice_emit(server *S, choice *c, const ms_text_step *st, const ms_o
   if (st->finish != MS_FINISH_NONE && !c->done) {
     c->done = 1;
     c->finish = st->finish;
+    c->stop_reason = st->stop_reason;
     r->n_done++;
     if (r->n_done == r->n) request_complete(S, r);
   }
@@ -1179,10 +1218,14 @@ static void request_complete(server *S, request *r) {
       chs[i].text = ms_text_get(ch->text, &len);
       chs[i].text_len = len;
       chs[i].finish = ch->finish;
+      chs[i].stop_reason = ch->stop_reason;
       if (r->logprobs >= 0) {
-        int32_t k;
-        for (k = 0; k < ch->n_lp; k++) ch->lp[k].top = ch->lp_top ? ch->lp_top + ch->lp_top_at[k] : NULL;
+        /* top is never NULL (as in streams): logprobs 0 gives the sampled
+           token's entry, not null */
+        static const ms_token no_top[1];
         static const ms_token_logprobs none;   /* non-NULL with 0 entries: [] */
+        int32_t k;
+        for (k = 0; k < ch->n_lp; k++) ch->lp[k].top = ch->lp_top ? ch->lp_top + ch->lp_top_at[k] : no_top;
         chs[i].logprobs = ch->lp ? ch->lp : &none;
         chs[i].n_logprobs = ch->n_lp;
       }
@@ -1364,10 +1407,15 @@ static void step(server *S) {
     choice_emit(S, c, &st, o);   /* may complete and free the request */
   }
   S->st.t_egress += now_s() - t2;
-  /* drop finished choices from the active set (request_free did it for completed requests) */
+  /* drop finished choices from the active set (request_free did it for
+     completed requests); a choice's device slot goes back with it, since
+     admit() counts it free from now on */
   for (i = 0; i < S->n_active;) {
-    if (S->active[i]->done) S->active[i] = S->active[--S->n_active];
-    else i++;
+    choice *c = S->active[i];
+    if (c->done) {
+      if (S->cu && c->slot >= 0) { S->free_slot[S->n_free_slot++] = c->slot; c->slot = -1; }
+      S->active[i] = S->active[--S->n_active];
+    } else i++;
   }
 }
 
@@ -1482,6 +1530,7 @@ static int handle_input(server *S, conn *c) {
   }
   if (sp2[8] == '0') http10 = 1; else if (sp2[8] != '1') { respond_error(S, c, 505, "BadRequestError", "only HTTP/1.0 and HTTP/1.1 are supported", NULL, 1); return 1; }
   c->keep_alive = !http10;
+  c->http10 = http10;
   /* headers */
   line = le + 2;
   while (line < end - 2) {
@@ -1649,8 +1698,13 @@ static void conn_timeouts(server *S) {
   conn *c, *next;
   int64_t t = now_ms();
   for (c = S->conns; c; c = next) {
+    size_t unsent = c->out.len - c->out_off;
     next = c->next;
-    if (c->out.len > MAX_OUT_BYTES || (c->out.len > 0 && t - c->t_progress > S->write_timeout_ms)) {
+    /* slow readers: a stream still producing while more than MAX_OUT_BYTES
+       wait unread (it is read slower than it is made), or output that made
+       no progress for the write timeout. A complete response is never cut
+       for its size: it is all made already. */
+    if ((c->req && c->req->stream && unsent > MAX_OUT_BYTES) || (unsent > 0 && t - c->t_progress > S->write_timeout_ms)) {
       S->st.dropped_slow++;
       conn_close(S, c);
       continue;

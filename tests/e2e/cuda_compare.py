@@ -7,6 +7,7 @@ tokens, the same text and logprobs within 1e-4. Run with the CUDA emulator
 Usage: cuda_compare.py HOST GPU_PORT CPU_PORT MODEL"""
 import http.client
 import json
+import socket
 import sys
 import threading
 import traceback
@@ -122,6 +123,39 @@ def chat_stream_matches_cpu():
          "seed": 8, "n": 2, "temperature": 0.9, "presence_penalty": 0.4}
     g, c = chat_stream(GPU, b), chat_stream(CPU, b)
     assert g == c and len(g) == 2 and all(g.values()), (g, c)
+
+
+@test
+def finished_choice_frees_its_slot():
+    # a choice that finishes early gives its device slot back at once: a request
+    # admitted into that slot while the rest of its request runs on is served
+    # (it got a 500 when the slot came back only with the whole request)
+    st, data = call(GPU, "/health")
+    slots = json.loads(data)["slots"]
+    n = min(slots, 16)
+    tried = 0
+    for seed in range(1, 9):
+        body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "Tell me about the river"}],
+                           "max_tokens": 400, "n": n, "seed": seed, "stream": True, "stop": ["."]}).encode()
+        a = socket.create_connection((HOST, GPU), timeout=60)
+        try:
+            a.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: "
+                      + str(len(body)).encode() + b"\r\n\r\n" + body)
+            got = b""
+            while b'"finish_reason":"stop"' not in got and b"[DONE]" not in got:
+                d = a.recv(65536)
+                assert d, got[-200:]
+                got += d
+            if b"[DONE]" in got:
+                continue   # all choices ended together: try another seed
+            tried += 1
+            st, data = call(GPU, "/v1/completions", {"model": MODEL, "prompt": "The cat", "max_tokens": 3, "seed": 1})
+            assert st == 200, (seed, st, data[:300])
+        finally:
+            a.close()
+        if tried >= 2:
+            break
+    assert tried >= 1, "no seed had a choice finish before the others"
 
 
 print("%d passed, %d failed" % (sum(results), len(results) - sum(results)))

@@ -1,8 +1,8 @@
 """Writes a tiny random llama2.c checkpoint (model.bin, tokenizer.bin) for the
 server's end-to-end test: dim 32, 2 layers, 4 heads over 2 k/v heads, an
 unshared classifier, context 96, and a sentencepiece-style vocabulary:
-<unk> <s> </s>, the 256 <0xHH> byte pieces, printable ASCII, a few merges and
-non-ASCII pieces. Standard library only. Usage: make_tiny_llama2.py OUTDIR"""
+<unk> <s> </s>, the 256 <0xHH> byte pieces, printable ASCII, a few merges,
+non-ASCII pieces and runs of spaces. Standard library only. Usage: make_tiny_llama2.py OUTDIR"""
 import os
 import random
 import struct
@@ -14,6 +14,7 @@ rng = random.Random(7)
 pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
 pieces += [chr(c) for c in range(32, 127)]
 pieces += [" t", "th", "he", " the", "in", "an", " a", "er", "on", " s", "é", "ü", "日", "本", " café", "🙂"]
+pieces += [" " * 2, " " * 4, " " * 8, " " * 16]   # runs of spaces merge 16:1 (long prompts, few tokens)
 scores = [0.0] * 259 + [-float(i) for i in range(len(pieces) - 259)]
 V = len(pieces)
 dim, hidden, layers, heads, kv_heads, seq = 32, 64, 2, 4, 2, 96

@@ -1,5 +1,5 @@
 """HTTP-level robustness tests of examples/server.c (Python standard library
-only). The server under test must run with the limits the CI script gives:
+only), and regression tests of request semantics that need no SDK. The server under test must run with the limits the CI script gives:
 --max-conns 8 --request-timeout 500 --idle-timeout 1500 --write-timeout 1000
 --max-body 4096. Usage: python test_http.py HOST PORT MODEL
 Every socket has a timeout; every loop is bounded."""
@@ -367,6 +367,160 @@ def random_garbage_does_not_hurt():
             s.close()
     assert health()["status"] == "ok"
     wait_idle()
+
+
+def read_until_close(s, max_s=10.0):
+    s.settimeout(max_s)
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return data
+        data += d
+
+
+@test
+def http10_stream_is_close_delimited():
+    # RFC 9112 6.1: no Transfer-Encoding for an HTTP/1.0 client; the stream
+    # ends when the server closes (keep-alive or not)
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+                       "stream": True, "seed": 2}).encode()
+    for extra in (b"", b"Connection: keep-alive\r\n"):
+        s = connect()
+        try:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.0\r\n" + extra + b"Content-Length: "
+                      + str(len(body)).encode() + b"\r\n\r\n" + body)
+            data = read_until_close(s)
+        finally:
+            s.close()
+        head, _, events = data.partition(b"\r\n\r\n")
+        head = head.decode("latin-1").lower()
+        assert head.startswith("http/1.1 200") and "transfer-encoding" not in head, head
+        assert "connection: close" in head, head
+        blocks = events.split(b"\n\n")
+        assert blocks[-1] == b"" and blocks[-2] == b"data: [DONE]", events[-80:]
+        for b in blocks[:-2]:
+            assert b.startswith(b"data: {"), b[:80]
+            json.loads(b[6:])
+
+
+def n_body(data):
+    """The Content-Length of the response head in data (-1 before the head is whole)."""
+    if b"\r\n\r\n" not in data:
+        return -1
+    for ln in bytes(data).split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        k, v = ln.split(b":", 1)
+        if k.strip().lower() == b"content-length":
+            return int(v)
+    return -1
+
+
+@test
+def large_response_not_cut():
+    # ~20 MB in one response, queued at once while the client waits: it must
+    # arrive whole (the unsent-output cap is for streams read too slowly)
+    before = health()["dropped_slow"]
+    s = connect(20)
+    try:
+        s.sendall(post("/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+                                                "max_tokens": 4000, "ignore_eos": True, "n": 4, "seed": 1,
+                                                "logprobs": True, "top_logprobs": 20}))
+        time.sleep(0.6)   # the body is made and queued meanwhile (the write timeout is 1 s)
+        data = bytearray()
+        while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + n_body(data):
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            data += d
+    finally:
+        s.close()
+    head, _, body = bytes(data).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and len(body) == n_body(data) > (8 << 20), (head[:100], len(body))
+    r = json.loads(body)
+    assert [len(c["logprobs"]["content"]) for c in r["choices"]] == [4000] * 4
+    assert health()["dropped_slow"] == before
+
+
+def completion(obj, path="/v1/completions"):
+    st, _, body = raw(post(path, dict({"model": MODEL}, **obj)), timeout=20)
+    return st, json.loads(body)
+
+
+def completion_stream(obj):
+    st, _, body = raw(post("/v1/completions", dict({"model": MODEL, "stream": True}, **obj)), timeout=20)
+    assert st == 200, body[:200]
+    return [json.loads(b[6:]) for b in body.split(b"\n\n") if b.startswith(b"data: {")]
+
+
+@test
+def max_tokens_validation():
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    for path, obj in (("/v1/chat/completions", dict(chat, max_tokens=-1)),
+                      ("/v1/chat/completions", dict(chat, max_completion_tokens=-1)),
+                      ("/v1/completions", {"prompt": "hi", "max_tokens": -1}),
+                      ("/v1/completions", {"prompt": "hi", "max_tokens": 0})):
+        st, r = completion(obj, path)
+        want = "max_tokens must be at least 1, got %d." % obj.get("max_tokens", obj.get("max_completion_tokens"))
+        assert st == 400 and r["error"]["message"] == want, (obj, st, r)
+    big = 2 ** 63 - 1
+    st, r = completion({"prompt": "hi", "max_tokens": big})
+    msg = r["error"]["message"]
+    n_prompt = int(msg.split("(")[1].split(" ")[0])
+    assert st == 400 and ("you requested %d tokens (%d in the messages, %d in the completion)"
+                          % (big + n_prompt, n_prompt, big)) in msg, msg
+    st, r = completion({"prompt": "hi", "max_tokens": None, "seed": 1})   # null: the default
+    assert st == 200 and r["usage"]["completion_tokens"] >= 1, r
+
+
+@test
+def stop_reason_non_stream_equals_stream():
+    for seed in range(4):
+        for stop in ({"stop": [" the", "."]}, {"stop_token_ids": list(range(300, 340))}):
+            obj = dict({"prompt": "The river", "max_tokens": 60, "seed": seed}, **stop)
+            st, r = completion(obj)
+            assert st == 200, r
+            fin = [e["choices"][0] for e in completion_stream(obj) if e["choices"]][-1]
+            c = r["choices"][0]
+            assert (c["finish_reason"], c["stop_reason"]) == (fin["finish_reason"], fin["stop_reason"]), (c, fin)
+            if c["finish_reason"] == "stop" and "stop" in stop:
+                assert c["stop_reason"] in stop["stop"], c
+    # a stop string that certainly ends it
+    stops = [" ", "e", "a", "o"]
+    st, r = completion({"prompt": "The river", "max_tokens": 200, "seed": 1, "stop": stops, "ignore_eos": True})
+    assert st == 200 and r["choices"][0]["finish_reason"] == "stop" and r["choices"][0]["stop_reason"] in stops, r
+
+
+@test
+def completion_logprobs_zero_same_shape():
+    # vLLM: logprobs=0 gives {sampled token: logprob} per token, streamed or not
+    obj = {"prompt": "The river", "max_tokens": 5, "logprobs": 0, "seed": 3, "ignore_eos": True}
+    st, r = completion(obj)
+    lp = r["choices"][0]["logprobs"]
+    assert st == 200 and len(lp["top_logprobs"]) == 5, r
+    for tok, l, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        assert top == {tok: l}, (tok, l, top)
+    tops = []
+    for e in completion_stream(obj):
+        for c in e["choices"]:
+            if c["logprobs"]:
+                tops += c["logprobs"]["top_logprobs"]
+    assert tops == lp["top_logprobs"], (tops, lp["top_logprobs"])
+
+
+@test
+def logit_bias_repeated_key_last_wins():
+    def greedy(bias_json):
+        body = ('{"model":"%s","prompt":"The river","max_tokens":8,"temperature":0,"logit_bias":%s}'
+                % (MODEL, bias_json)).encode()
+        st, _, data = raw(b"POST /v1/completions HTTP/1.1\r\nContent-Length: " + str(len(body)).encode()
+                          + b"\r\n\r\n" + body, timeout=20)
+        assert st == 200, data
+        return json.loads(data)["choices"][0]["text"]
+    want = greedy('{"32":50}')
+    assert want != greedy('{"32":1}')
+    assert greedy('{"32":-49,"32":50}') == want
+    assert greedy('{"32":-49,"032":50}') == want
+    assert greedy('{"32":50,"32":-100}') == greedy('{"32":-100}')
 
 
 print("e2e http: %d passed, %d failed" % (results.count(True), results.count(False)))

@@ -5,6 +5,7 @@ Usage: test_llama2.py HOST PORT MODEL"""
 import http.client
 import json
 import sys
+import time
 import traceback
 
 HOST, PORT, MODEL = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -78,7 +79,23 @@ def context_limit():
     assert len(r["choices"][0]["logprobs"]["content"]) == r["usage"]["completion_tokens"]
 
 
-for f in (stream_equals_non_stream, seeds_reproducible_in_a_batch, context_limit):
+def long_prompt_counted_whole():
+    # runs of spaces merge 16:1, so 400 of them fit the context of 96; what
+    # follows them must still be counted (it was cut off unseen)
+    st, data = call("/v1/completions", {"model": MODEL, "prompt": " " * 400, "max_tokens": 2})
+    assert st == 200 and json.loads(data)["usage"]["prompt_tokens"] < 40, data
+    st, data = call("/v1/completions", {"model": MODEL, "prompt": " " * 400 + "x" * 200, "max_tokens": 2})
+    assert st == 400 and b"maximum context length is 96" in data, data
+    st, data = call("/v1/completions", {"model": MODEL, "prompt": " " * 1000 + "x" * 40, "max_tokens": 2})
+    assert st == 400 and b"maximum context length is 96" in data, data
+    # a long prompt is refused quickly (the merges are O(n log n), and one
+    # that cannot fit is refused before them)
+    t0 = time.monotonic()
+    st, data = call("/v1/completions", {"model": MODEL, "prompt": " " * 200000, "max_tokens": 1})
+    assert st == 400 and time.monotonic() - t0 < 2, (st, time.monotonic() - t0)
+
+
+for f in (stream_equals_non_stream, seeds_reproducible_in_a_batch, context_limit, long_prompt_counted_whole):
     test(f)
 print("e2e llama2: %d passed, %d failed" % (results.count(True), results.count(False)))
 sys.exit(0 if all(results) else 1)
