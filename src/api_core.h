@@ -271,8 +271,11 @@ MSDEF void ms_seq_destroy(ms_seq *seq);
    clears the output, sets the position to 0 and the seed to params->seed
    when params->has_seed, else to ms_fresh_seed(salt). `params` may be NULL
    (fresh seed). Ids must lie in [0, vocab). Returns MS_OK,
-   MS_ERR_NULL_ARGUMENT, MS_ERR_TOKEN_OUT_OF_RANGE (the sequence is then
-   empty) or MS_ERR_CAPACITY. Thread safety: one thread per sequence. */
+   MS_ERR_NULL_ARGUMENT, MS_ERR_TOKEN_OUT_OF_RANGE (a prompt id: the
+   sequence is then empty; a reasoning-budget id: the request starts, with
+   its prompt, without a budget) or MS_ERR_CAPACITY (the prompt: empty; a
+   budget sequence over MS_BUDGET_MAX_IDS: no budget, as before).
+   Thread safety: one thread per sequence. */
 MSDEF ms_result ms_seq_reset(ms_seq *seq, const int32_t *prompt, int32_t n_prompt,
                              int32_t vocab, const ms_params *params, uint64_t salt);
 /* Appends a sampled token to the output: updates the counters in O(1) and
