@@ -170,6 +170,13 @@ static void test_route_env(void) {
     if (i == 0) CHECK_EQ_INT((int)ms_cuda_workspace_size(&d), 0);
     t_setenv(names[i], NULL);
   }
+  /* (and ms_cuda_desc.split outside -1..32, which was taken as -1 or 32) */
+  d.split = 33;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+  CHECK(strstr(msg, "split 33") != NULL);
+  d.split = -2;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+  d.split = 0;
   t_setenv("MYSAMPLE_CUDA_TOPP", "radix");
   CHECK(ms__cuda_topp_bins(&d) == 0);
   t_setenv("MYSAMPLE_CUDA_TOPP", "bins");

@@ -77,7 +77,8 @@ typedef struct ms_cuda_desc {
   int32_t max_vocab;        /* required: the largest vocab of a row */
   int32_t max_slots;        /* device-side sequences (penalties, min_tokens, positions); 0 = none */
   int32_t max_extra_words;  /* per-call room for masks/bias/stop lists, in 4-byte words; 0 = max_rows * (vocab/32 + 256) + 65536 */
-  int32_t split;            /* blocks per row of each full-row pass: 0 = auto (several for small batches), -1 = one */
+  int32_t split;            /* blocks per row of each full-row pass: 0 = auto (several for small batches), -1 = one,
+                               1..32 that many; other values: MS_ERR_INVALID_PARAM */
   int32_t device;           /* device ordinal when context is NULL and the thread has no current context */
   void *context;            /* the caller's CUcontext; NULL: the thread's current one, else the device's primary context */
   const char *nvrtc_path;   /* NULL: $MYSAMPLE_NVRTC_PATH or the default names */
@@ -136,7 +137,8 @@ MSDEF const char *ms_cuda_device_name(const ms_cuda *cu);
    else 0: each kernel
    may then start while the previous one on the stream finishes, and waits
    for it inside, which hides the launch latency between the kernels of a
-   call. Results are the same either way. Thread-safe (reads cu). */
+   call. Results are the same either way. Thread safety: as cu's other
+   calls (a sampling call may turn it off: not during one on cu). */
 MSDEF int ms_cuda_pdl(const ms_cuda *cu);
 
 /* What the device writes per row (40 bytes; an array on the device). */

@@ -219,7 +219,7 @@ static int ms__cuda_desc_ok(const ms_cuda_desc *d) {
   return d && d->max_rows >= 1 && d->max_rows <= (1 << 20) && d->max_vocab >= 1 &&
          d->max_vocab <= (1 << 28) && d->max_slots >= 0 && d->max_extra_words >= 0 &&
          d->topp >= MS_CUDA_TOPP_DEFAULT && d->topp <= MS_CUDA_TOPP_BINS &&
-         d->max_history >= 0 && d->max_history <= (1 << 24);
+         d->max_history >= 0 && d->max_history <= (1 << 24) && d->split >= -1 && d->split <= MS__CUDA_MAX_PARTS;
 }
 
 /* Whether top_p takes the bins first: ms_cuda_desc.topp, or by default
@@ -324,8 +324,9 @@ MSDEF ms_result ms_cuda_create(ms_cuda **out, const ms_cuda_desc *desc, char *ms
   *out = NULL;
   if (!ms__cuda_desc_ok(desc)) {
     ms__cu_msg(msg, msg_size, "bad ms_cuda_desc: max_rows %d (1..2^20), max_vocab %d (1..2^28), max_slots %d, max_extra_words %d, "
-               "topp %d (0..2), max_history %d (0..2^24)", (int)desc->max_rows, (int)desc->max_vocab, (int)desc->max_slots,
-               (int)desc->max_extra_words, (int)desc->topp, (int)desc->max_history);
+               "topp %d (0..2), max_history %d (0..2^24), split %d (-1..%d)", (int)desc->max_rows, (int)desc->max_vocab,
+               (int)desc->max_slots, (int)desc->max_extra_words, (int)desc->topp, (int)desc->max_history, (int)desc->split,
+               MS__CUDA_MAX_PARTS);
     return desc->max_vocab < 1 || desc->max_vocab > (1 << 28) ? MS_ERR_BAD_VOCAB : MS_ERR_INVALID_PARAM;
   }
   if (ms__cuda_topp_bins(desc) < 0) {
