@@ -3343,15 +3343,22 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_lp(Args A)
   /* the rank, and how many the kept set holds (processed: lv is -inf
      outside it, and a kept logit is finite) */
   u32 cnt = 0u, nk = 0u;
-  const int tok_inf = !(vt > ms_neg_inf());   /* (a forced token on a non-finite logit: 1 + the finite ones, as the CPU) */
   for (i32 i = tid; i < V; i += blockDim.x) {
     const float v = lv(i);
-    cnt += (tok_inf ? (v > ms_neg_inf() && v < ms_pos_inf()) : fkey(v) >= kt) ? 1u : 0u;
+    cnt += fkey(v) >= kt ? 1u : 0u;
     nk += v > ms_neg_inf() ? 1u : 0u;
   }
-  cnt = bsum_u(cnt);
-  const i32 rank = (i32)cnt + tok_inf;   /* logprobs >= the token's, itself and its ties included (vLLM v1's (x >= v).sum()) */
+  /* logprobs >= the token's, itself and its ties included (vLLM v1's
+     (x >= v).sum()) */
+  i32 rank = (i32)bsum_u(cnt);
   if (lp_proc && !cand) nkept = (i32)bsum_u(nk);
+  if (!(vt > ms_neg_inf())) {
+    /* a token forced on a non-finite logit: 1 + the finite ones, as the
+       CPU (a rare path, out of the loop above) */
+    u32 fin = 0u;
+    for (i32 i = tid; i < V; i += blockDim.x) { const float v = lv(i); fin += (v > ms_neg_inf() && v < ms_pos_inf()) ? 1u : 0u; }
+    rank = 1 + (i32)bsum_u(fin);
+  }
 #define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
                 : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
   const float lp_tok = MS_LP(vt);
