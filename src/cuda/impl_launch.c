@@ -957,8 +957,9 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
   if (n_prompt > 0 && !prompt) return MS_ERR_NULL_ARGUMENT;
   memset(&S, 0, sizeof S);
   S.bud_tokens = -1;
-  if (params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
-      params->budget_start && params->budget_end) {
+  const int has_budget = params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
+                         params->budget_start && params->budget_end;
+  if (has_budget) {
     /* the reasoning budget, as ms_seq_reset takes it: a bad one still
        starts the request (the prompt, no budget) and returns its error,
        so that no earlier request's state outlives a failed reset */
@@ -968,8 +969,7 @@ MSDEF ms_result ms_cuda_seq_reset(ms_cuda *cu, void *stream, int32_t slot, const
     for (i = 0; bud_rc == MS_OK && i < params->n_budget_end; i++)
       if (params->budget_end[i] < 0 || params->budget_end[i] >= cu->max_vocab) bud_rc = MS_ERR_TOKEN_OUT_OF_RANGE;
   }
-  if (bud_rc == MS_OK && params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
-      params->budget_start && params->budget_end) {
+  if (has_budget && bud_rc == MS_OK) {
     S.bud_tokens = params->budget_tokens;
     S.bud_n_start = params->n_budget_start;
     S.bud_n_end = params->n_budget_end;
