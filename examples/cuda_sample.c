@@ -69,7 +69,7 @@ int main(void) {
     b.host_tokens = gpu_tokens;   /* pageable here; pinned memory keeps the copy asynchronous */
     rc = ms_cuda_sample(cu, NULL, &b);
     if (rc != MS_OK || ms_cuda_sync(cu, NULL) != MS_OK) {
-      fprintf(stderr, "ms_cuda_sample: %s\n", ms_result_str(rc));
+      fprintf(stderr, "ms_cuda_sample: %s: %s\n", ms_result_str(rc), ms_cuda_last_error(cu));
       return 1;
     }
     ms_cuda_free(cu, d_logits);

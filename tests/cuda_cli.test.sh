@@ -173,21 +173,21 @@ same ${pfx}probs_split probs $bin probs --logits $tmp/big.bin --vocab 9000 --tem
 same ${pfx}sample_split sample $bin sample --logits $tmp/big.bin --vocab 9000 --top-k 50 --top-p 0.95 --draws 6 --seed 3
 
 # what the GPU path refuses: its message, status 2, nothing on stdout
-refused() { # name, what the message names, args...
-  local name=$1 want=$2; shift 2
+refused() { # name, what the message names, the library's reason (ms_cuda_last_error), args...
+  local name=$1 want=$2 why=$3; shift 3
   $bin "$@" --device cuda > $tmp/r.out 2> $tmp/r.err; local rc=$?
   if [ $rc = 2 ] && [ ! -s $tmp/r.out ] && grep -q "GPU path does not implement" $tmp/r.err && grep -q -- "$want" $tmp/r.err \
-     && grep -q MS_ERR_UNSUPPORTED $tmp/r.err; then
+     && grep -q MS_ERR_UNSUPPORTED $tmp/r.err && grep -q -- "$why" $tmp/r.err; then
     pass "${pfx}refuses_$name"
   else
     fail "${pfx}refuses_$name (rc $rc: $(head -c 200 $tmp/r.err))"
   fi
 }
-refused llamacpp_mirostat "--mirostat" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --mirostat 2 --seed 1
-refused llamacpp_no_top_k "first acting stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-k 0
-refused llamacpp_sigma_no_top_k "first acting stage is not --top-k" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-n-sigma 1 --samplers spt
-refused typical "--typical-p" probs --logits $tmp/l.bin --vocab 300 --profile hf --typical-p 0.9
-refused top_2000 "--top above 1024" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
+refused llamacpp_mirostat "--mirostat" "mirostat is not implemented on the GPU" sample --logits $tmp/l.bin --vocab 300 --profile llamacpp --mirostat 2 --seed 1
+refused llamacpp_no_top_k "first acting stage is not --top-k" "needs top_k before its other samplers" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-k 0
+refused llamacpp_sigma_no_top_k "first acting stage is not --top-k" "needs top_k before its other samplers" probs --logits $tmp/l.bin --vocab 300 --profile llamacpp --top-n-sigma 1 --samplers spt
+refused typical "--typical-p" "typical_p is not implemented on the GPU" probs --logits $tmp/l.bin --vocab 300 --profile hf --typical-p 0.9
+refused top_2000 "--top above 1024" "at most 1024 top logprobs" logprobs --logits $tmp/l.bin --vocab 300 --top 2000
 # a row the sampler cannot sample: status 3 on both devices
 for dev in cpu cuda; do
   $bin sample --logits $tmp/nan.bin --vocab 4 --seed 1 --device $dev > /dev/null 2> $tmp/nan.err

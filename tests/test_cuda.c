@@ -2619,6 +2619,8 @@ static void test_gpu_llamacpp_matches_cpu(void) {
     CHECK(ms_cuda_download(cu, out, g.dout, sizeof out) == MS_OK);
     for (r = 0; r < 7; r++) { CHECK_EQ_INT(rr[r], MS_ERR_UNSUPPORTED); CHECK_EQ_INT(out[r].token, -1); }
     CHECK_EQ_INT(rr[7], MS_OK);
+    /* the first refused row's reason */
+    CHECK_EQ_STR(ms_cuda_last_error(cu), "row 0: a llama.cpp chain on the GPU needs top_k before its other samplers");
     {
       ms_output o;
       memset(&o, 0, sizeof o);
@@ -2707,10 +2709,15 @@ static void test_gpu_llamacpp_slots(void) {
   /* penalties after top_k in the chain: the CPU applies them to the list */
   ps[1].samplers = "kepmt";
   CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, dt, 1), MS_ERR_INVALID_PARAM);   /* (probs_stride below the vocab) */
+  CHECK(strstr(ms_cuda_last_error(cu), "probs_stride 1 is below the vocab") != NULL);
   b.accept = 0;
   CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);
   CHECK_EQ_INT(rr[0], MS_OK);
   CHECK_EQ_INT(rr[1], MS_ERR_UNSUPPORTED);
+  CHECK(strstr(ms_cuda_last_error(cu), "row 1: llama.cpp's penalties run first") == ms_cuda_last_error(cu));
+  ps[1].samplers = NULL;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+  CHECK_EQ_STR(ms_cuda_last_error(cu), "");   /* a call that refused nothing */
   for (r = 0; r < R; r++) ms_seq_destroy(s[r]);
   ms_cuda_free(cu, dl); ms_cuda_free(cu, dt); ms_cuda_free(cu, dout); ms_cuda_free(cu, dh);
   ms_cuda_destroy(cu);

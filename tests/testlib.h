@@ -23,6 +23,8 @@ static int t_total_pass, t_total_fail, t_total_skip;
   printf("  check failed %s:%d: %s == %s (%lld vs %lld)\n", __FILE__, __LINE__, #a, #b, t_a, t_b); } } while (0)
 #define CHECK_NEAR(a, b, tol) do { double t_a = (double)(a), t_b = (double)(b); if (!(fabs(t_a - t_b) <= (tol))) { t_check_failures++; \
   printf("  check failed %s:%d: |%s - %s| <= %g (%.9g vs %.9g)\n", __FILE__, __LINE__, #a, #b, (double)(tol), t_a, t_b); } } while (0)
+#define CHECK_EQ_STR(a, b) do { const char *t_a = (a), *t_b = (b); if (strcmp(t_a, t_b) != 0) { t_check_failures++; \
+  printf("  check failed %s:%d: %s == %s (\"%s\" vs \"%s\")\n", __FILE__, __LINE__, #a, #b, t_a, t_b); } } while (0)
 #define SKIP(why) do { t_skipped = 1; t_skip_reason = (why); return; } while (0)
 
 /* The filter: $MS_TESTS unless the program set t_only first (test_cuda's

@@ -36,4 +36,7 @@ ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, ui
 /* The name of what in p the GPU path does not implement (for the message
    after MS_ERR_UNSUPPORTED), or a generic phrase. */
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top);
+/* The library's reason for the last refused call or row (ms_cuda_last_error,
+   without its "row 0: "), "" when none. */
+const char *ms_cli_gpu_error(const ms_cli_gpu *g);
 #endif

@@ -141,6 +141,11 @@ ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, ui
 }
 
 /* Mirrors the list of docs/CUDA.md "Semantics": what the kernels refuse. */
+const char *ms_cli_gpu_error(const ms_cli_gpu *g) {
+  const char *e = ms_cuda_last_error(g->cu);
+  return strncmp(e, "row 0: ", 7) == 0 ? e + 7 : e;
+}
+
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top) {
   if (p->profile == MS_PROFILE_LLAMACPP) {
     if (p->mirostat) return "--mirostat";

@@ -323,13 +323,15 @@ static const char *budget_state_name(ms_budget_state st) {
 /* A row that failed: the message, and the exit status (2 for what the GPU
    path refuses, as for a refused flag; 3 for a row the sampler cannot
    sample or a device error). */
-static int row_failed(const char *cmd, int32_t r, ms_result res, const cli_opts *o) {
+static int row_failed(const char *cmd, int32_t r, ms_result res, const cli_opts *o, const ms_cli_gpu *gpu) {
+  const char *why = gpu ? ms_cli_gpu_error(gpu) : "";
   if (o->cuda && res == MS_ERR_UNSUPPORTED) {
-    fprintf(stderr, "mysample %s: --device cuda: the GPU path does not implement %s (%s: %s); use --device cpu\n",
-            cmd, ms_cli_gpu_unsupported(&o->p, o->top), "MS_ERR_UNSUPPORTED", ms_result_str(res));
+    fprintf(stderr, "mysample %s: --device cuda: the GPU path does not implement %s (%s: %s%s%s); use --device cpu\n",
+            cmd, ms_cli_gpu_unsupported(&o->p, o->top), "MS_ERR_UNSUPPORTED", ms_result_str(res), *why ? ": " : "", why);
     return 2;
   }
-  fprintf(stderr, "mysample %s: row %d: %s%s\n", cmd, (int)r, o->cuda ? "--device cuda: " : "", ms_result_str(res));
+  fprintf(stderr, "mysample %s: row %d: %s%s%s%s\n", cmd, (int)r, o->cuda ? "--device cuda: " : "", ms_result_str(res),
+          *why ? ": " : "", why);
   return 3;
 }
 
@@ -390,13 +392,13 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
     if (fread(row, 4, (size_t)o.vocab, f) != (size_t)o.vocab) { fprintf(stderr, "mysample %s: short read\n", cmd); rc = 1; break; }
     /* every row starts from the same state (seed included) */
     if (ms_seq_copy(seq, base) != MS_OK) { fprintf(stderr, "mysample %s: sequence copy failed\n", cmd); rc = 1; break; }
-    if (gpu && (res = ms_cli_gpu_begin_row(gpu, row, o.prompt, o.n_prompt, o.output, o.n_output, &o.p)) != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
+    if (gpu && (res = ms_cli_gpu_begin_row(gpu, row, o.prompt, o.n_prompt, o.output, o.n_output, &o.p)) != MS_OK) { rc = row_failed(cmd, r, res, &o, gpu); break; }
     if (!strcmp(cmd, "probs")) {
       int first = 1;
       /* the sequence's seed and position: XTC's coin reads them */
       res = gpu ? ms_cli_gpu_probs(gpu, &o.p, ms_seq_seed(seq), ms_seq_position(seq), probs)
                 : ms_probs(s, row, o.vocab, &o.p, seq, probs);
-      if (res != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
+      if (res != MS_OK) { rc = row_failed(cmd, r, res, &o, gpu); break; }
       printf("{\"row\": %d, \"probs\": {", (int)r);
       for (i = 0; i < o.vocab; i++) if (probs[i] > 0.0f) { printf(first ? "\"%d\": " : ", \"%d\": ", (int)i); put_float(probs[i]); first = 0; }
       printf("}}\n");
@@ -408,7 +410,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
         ms_seq_set_position(seq, o.position + (uint64_t)i);
         res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position + (uint64_t)i, o.accept, &out)
                   : ms_sample(s, row, o.vocab, &o.p, seq, &out);
-        if (res != MS_OK) { if (i) printf("]}\n"); rc = row_failed(cmd, r, res, &o); break; }
+        if (res != MS_OK) { if (i) printf("]}\n"); rc = row_failed(cmd, r, res, &o, gpu); break; }
         if (i == 0) printf("{\"row\": %d, \"seed\": %llu, \"tokens\": [", (int)r, (unsigned long long)ms_seq_seed(seq));
         printf(i ? ", %d" : "%d", (int)out.token);
         if (mus) mus[i] = out.mirostat_mu;
@@ -440,7 +442,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
       ms_seq_set_position(seq, o.position);
       res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position, 0, &out)
                 : ms_sample(s, row, o.vocab, &o.p, seq, &out);
-      if (res != MS_OK) { rc = row_failed(cmd, r, res, &o); break; }
+      if (res != MS_OK) { rc = row_failed(cmd, r, res, &o, gpu); break; }
       printf("{\"row\": %d, \"token\": %d, \"logprob\": ", (int)r, (int)out.token);
       put_float(out.logprob);
       printf(", \"rank\": %d, \"top\": [", (int)out.rank);

@@ -210,6 +210,17 @@ MSDEF ms_result ms_cuda_sample(ms_cuda *cu, void *stream, const ms_cuda_batch *b
 MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *batch,
                               void *probs, size_t probs_stride);
 
+/* Why the last ms_cuda_sample or ms_cuda_probs call on cu refused
+   something: the whole call ("vocab 0 is outside 1..128256 (max_vocab)"),
+   or its first refused row ("row 3: llama.cpp's mirostat is not
+   implemented on the GPU"; for bad parameters, ms_params_validate's
+   message after "row N: "). "" after a call that
+   refused nothing, and for NULL. Device errors found on the device (NaN
+   logits, an all-masked row) are not here: they are in out->status once
+   the stream reaches them. The string is cu's, valid until its next call.
+   Thread safety: as cu's other calls (not during one on cu). */
+MSDEF const char *ms_cuda_last_error(const ms_cuda *cu);
+
 /* ---- device-side sequences ------------------------------------------------ */
 /* Starts a request in slot `slot`, as ms_seq_reset does a host sequence:
    clears its counters, marks the prompt tokens (device int32[n_prompt],

@@ -128,11 +128,11 @@ static const float ms__cuda_bias_clamp[4] = { 100.0f, 0.0f /* none */, 0.0f, 0.0
    0 with no typical or XTC before it (the argmax, as the CPU takes it).
    Penalties (they act only on a row with a slot) must lead the chain, as
    the CPU applies them to the whole row only there. Refused: mirostat,
-   top-n-sigma, and DRY on a row with a slot. Returns 1 when the row is
+   top-n-sigma, and DRY on a row with a slot. Returns NULL when the row is
    taken, with *stages (3 bits per stage after top_k, from the lowest: 1
    top_p, 2 min_p, 3 temperature, 4 typical, 5 XTC), *greedy and *pen
-   (penalties to apply). */
-static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy, int *pen,
+   (penalties to apply), else why it is refused. */
+static const char *ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int32_t *stages, int *greedy, int *pen,
                                int *row_sigma) {
   const char *order = p->samplers ? p->samplers : "edskypmxt", *q;
   const int dry = slot >= 0 && p->dry_multiplier != 0.0f && p->dry_base >= 1.0f && p->dry_last_n != 0;
@@ -145,15 +145,16 @@ static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int3
          (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
   if (*pen) {
     for (q = order; *q == 'd'; q++) {}   /* the leading run of penalties and DRY */
-    if (*q != 'e') return 0;
+    if (*q != 'e') return "llama.cpp's penalties run first on the GPU: `samplers` must start with them ('e', after any 'd')";
   }
-  if (p->mirostat || dry) return 0;
+  if (p->mirostat) return "llama.cpp's mirostat is not implemented on the GPU";
+  if (dry) return "llama.cpp's DRY is not implemented on the GPU";
   if (strchr(order, 't') && p->temperature <= 0.0f && p->dynatemp_range <= 0.0f) {
     /* the argmax, unless typical or XTC (which can drop the maximum) come
        first; top-n-sigma never drops it */
     for (q = order; *q && *q != 't'; q++)
       if ((*q == 'y' && typ) || (*q == 'x' && xtc)) break;
-    if (*q == 't') { *greedy = 1; return 1; }
+    if (*q == 't') { *greedy = 1; return NULL; }
   }
   for (q = order; *q; q++) {
     int code = 0;
@@ -171,11 +172,12 @@ static int ms__cuda_llama_plan(const ms_params *p, int32_t slot, int32_t V, int3
     else if (*q == 'x' && xtc) code = 5;
     else if (*q == 's' && p->top_n_sigma > 0.0f) code = 6;
     else continue;   /* a stage that does nothing with these parameters */
-    if (!seen_k) return 0;   /* the list would be unbounded */
+    if (!seen_k) return "a llama.cpp chain on the GPU needs top_k before its other samplers";   /* the list would be unbounded */
     *stages |= code << shift;
     shift += 3;
   }
-  return seen_k && p->top_k <= MS__CUDA_MAX_TOP && p->top_k < V;
+  return seen_k && p->top_k <= MS__CUDA_MAX_TOP && p->top_k < V
+             ? NULL : "a llama.cpp chain on the GPU needs top_k in 1..1024, below the vocabulary";
 }
 
 struct ms_cuda {
@@ -204,6 +206,7 @@ struct ms_cuda {
   int ev_used[2];
   int stage_next;
   uint64_t salt;
+  char err[256];          /* why the last sampling call refused something (ms_cuda_last_error) */
 };
 
 static int32_t ms__cuda_words(int32_t vocab) { return (vocab + 31) / 32; }
@@ -491,6 +494,7 @@ fail:
 MSDEF const char *ms_cuda_target(const ms_cuda *cu) { return cu ? cu->target : ""; }
 MSDEF const char *ms_cuda_device_name(const ms_cuda *cu) { return cu ? cu->name : ""; }
 MSDEF int ms_cuda_pdl(const ms_cuda *cu) { return cu ? cu->pdl : 0; }
+MSDEF const char *ms_cuda_last_error(const ms_cuda *cu) { return cu ? cu->err : ""; }
 
 /* -- packing ------------------------------------------------------------------ */
 
@@ -512,6 +516,38 @@ static void ms__cuda_sort_bias(int32_t *idx, const ms_bias *bias, int32_t n) {
 /* Packs the rows into the staging buffer: rows, then the lists; *needs
    gets the MS__CUDA_N_* of the valid rows. Returns the bytes used, or 0
    when the lists do not fit. */
+/* The message of the last call's first refusal (ms_cuda_last_error). */
+static ms_result ms__cuda_refuse(ms_cuda *cu, ms_result rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cu->err, sizeof cu->err, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Why row r is refused, into cu->err (once a call: the first such row).
+   why: "params" (ms_params_validate's own message), "slot", "bad word",
+   "slot twice", or the reason itself. */
+static void ms__cuda_row_refusal(ms_cuda *cu, int32_t r, const ms_params *p, int32_t V, int32_t slot, const char *why) {
+  char m[200];
+  int32_t w;
+  if (!strcmp(why, "params")) {
+    if (!p) snprintf(m, sizeof m, "params is NULL.");
+    else ms_params_validate(p, V, m, sizeof m);
+  } else if (!strcmp(why, "slot")) {
+    snprintf(m, sizeof m, "slot %d is outside -1..%d (max_slots - 1)", (int)slot, (int)cu->max_slots - 1);
+  } else if (!strcmp(why, "bad word")) {
+    for (w = 0; w < p->n_bad_words && p->bad_words_lens[w] - 1 <= cu->hist_cap; w++) {}
+    snprintf(m, sizeof m, "bad word %d has %d ids; the device keeps max_history (%d) + 1", (int)w,
+             (int)(w < p->n_bad_words ? p->bad_words_lens[w] : 0), (int)cu->hist_cap);
+  } else if (!strcmp(why, "slot twice")) {
+    snprintf(m, sizeof m, "another row of this call already appends its token to slot %d", (int)slot);
+  } else {
+    snprintf(m, sizeof m, "%s", why);
+  }
+  ms__cuda_refuse(cu, MS_OK, "row %d: %s", (int)r, m);
+}
+
 static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, int accept_ok, int ends_ok,
                             int *needs, ms_result *first_err) {
   ms__cuda_row *rows = (ms__cuda_row *)stage;
@@ -526,36 +562,51 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     ms__cuda_row *R = &rows[r];
     const ms_params *p = b->params[r];
     ms_result rc;
+    const char *why = NULL;
     int prof, flags = 0, ll_greedy = 0, ll_pen = 0, ll_sigma = 0;
     int32_t slot = b->slots ? b->slots[r] : -1, ll_stages = 0;
     float T;
     memset(R, 0, sizeof *R);
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f; R->forced = -1;
     rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
-    if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) rc = MS_ERR_INVALID_PARAM;
-    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP && !ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma))
+    if (rc != MS_OK) why = "params";   /* (ms_params_validate's message below) */
+    if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) { rc = MS_ERR_INVALID_PARAM; why = "slot"; }
+    if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP &&
+        (why = ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma)) != NULL)
       rc = MS_ERR_UNSUPPORTED;
     /* what the kernels do not implement yet is refused, never ignored */
-    if (rc == MS_OK && (p->hook_stage != MS_HOOK_OFF ||
-                        (p->profile != MS_PROFILE_LLAMACPP && (p->min_tokens_to_keep > 1 || p->typical_p < 1.0f))))
+    if (rc == MS_OK && p->hook_stage != MS_HOOK_OFF) { rc = MS_ERR_UNSUPPORTED; why = "logits hooks run on the CPU only"; }
+    if (rc == MS_OK && p->profile != MS_PROFILE_LLAMACPP && p->min_tokens_to_keep > 1) {
       rc = MS_ERR_UNSUPPORTED;
+      why = "min_tokens_to_keep > 1 is not implemented on the GPU (but in the llama.cpp profile)";
+    }
+    if (rc == MS_OK && p->profile != MS_PROFILE_LLAMACPP && p->typical_p < 1.0f) {
+      rc = MS_ERR_UNSUPPORTED;
+      why = "typical_p is not implemented on the GPU (but in the llama.cpp profile)";
+    }
     /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
-    if (rc == MS_OK && b->top && p->logprobs > MS__CUDA_MAX_TOP && b->top_stride > MS__CUDA_MAX_TOP) rc = MS_ERR_UNSUPPORTED;
+    if (rc == MS_OK && b->top && p->logprobs > MS__CUDA_MAX_TOP && b->top_stride > MS__CUDA_MAX_TOP) {
+      rc = MS_ERR_UNSUPPORTED;
+      why = "the GPU gathers at most 1024 top logprobs a row";
+    }
     /* a bad word is matched against the last hist_cap tokens the device keeps */
     if (rc == MS_OK && slot >= 0) {
       int32_t w;
       for (w = 0; w < p->n_bad_words; w++)
-        if (p->bad_words_lens[w] - 1 > cu->hist_cap) rc = MS_ERR_CAPACITY;
+        if (p->bad_words_lens[w] - 1 > cu->hist_cap) { rc = MS_ERR_CAPACITY; why = "bad word"; }
     }
     /* one row per slot may append to it (two would race for its history) */
     if (rc == MS_OK && slot >= 0 && accept_ok) {
-      if (cu->slot_mark[slot] == cu->call_no) rc = MS_ERR_INVALID_PARAM;
+      if (cu->slot_mark[slot] == cu->call_no) { rc = MS_ERR_INVALID_PARAM; why = "slot twice"; }
       else cu->slot_mark[slot] = cu->call_no;
     }
     if (b->row_results) b->row_results[r] = rc;
     if (rc != MS_OK) {
       R->status = (int32_t)rc;
-      if (*first_err == MS_OK) *first_err = rc;
+      if (*first_err == MS_OK) {
+        *first_err = rc;
+        ms__cuda_row_refusal(cu, r, p, V, slot, why);
+      }
       *needs |= MS__CUDA_N_ROW;
       continue;
     }
@@ -803,12 +854,24 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   int pushed = 0, needs = 0, nopass, s, pass;
   size_t bytes;
   int32_t G = 0, tile;
-  if (!cu || !b || !b->params || !b->logits || (!b->tokens && !probs)) return MS_ERR_NULL_ARGUMENT;
-  if (b->vocab < 1 || b->vocab > cu->max_vocab) return MS_ERR_BAD_VOCAB;
-  if (b->n_rows < 1 || b->n_rows > cu->max_rows || b->row_stride < (size_t)b->vocab) return MS_ERR_INVALID_PARAM;
-  if (probs && probs_stride < (size_t)b->vocab) return MS_ERR_INVALID_PARAM;
-  if (b->top && b->top_stride < 1) return MS_ERR_INVALID_PARAM;
-  if (ms__cuda_enter(cu, &pushed) != MS_OK) return MS_ERR_DEVICE;
+  if (!cu) return MS_ERR_NULL_ARGUMENT;
+  cu->err[0] = '\0';
+  if (!b || !b->params || !b->logits || (!b->tokens && !probs))
+    return ms__cuda_refuse(cu, MS_ERR_NULL_ARGUMENT, "%s is NULL", !b ? "batch" : !b->params ? "batch->params"
+                           : !b->logits ? "batch->logits" : "batch->tokens");
+  if (b->vocab < 1 || b->vocab > cu->max_vocab)
+    return ms__cuda_refuse(cu, MS_ERR_BAD_VOCAB, "vocab %d is outside 1..%d (max_vocab)", (int)b->vocab, (int)cu->max_vocab);
+  if (b->n_rows < 1 || b->n_rows > cu->max_rows)
+    return ms__cuda_refuse(cu, MS_ERR_INVALID_PARAM, "n_rows %d is outside 1..%d (max_rows)", (int)b->n_rows, (int)cu->max_rows);
+  if (b->row_stride < (size_t)b->vocab)
+    return ms__cuda_refuse(cu, MS_ERR_INVALID_PARAM, "row_stride %lu is below the vocab (%d)", (unsigned long)b->row_stride,
+                           (int)b->vocab);
+  if (probs && probs_stride < (size_t)b->vocab)
+    return ms__cuda_refuse(cu, MS_ERR_INVALID_PARAM, "probs_stride %lu is below the vocab (%d)", (unsigned long)probs_stride,
+                           (int)b->vocab);
+  if (b->top && b->top_stride < 1)
+    return ms__cuda_refuse(cu, MS_ERR_INVALID_PARAM, "top_stride %d: top needs at least 1 entry a row", (int)b->top_stride);
+  if (ms__cuda_enter(cu, &pushed) != MS_OK) return ms__cuda_refuse(cu, MS_ERR_DEVICE, "cannot make the sampler's context current");
 
   /* blocks per row: small batches split every full-row pass over G
      blocks (chunks of whole draw tiles, see tile_e in kernels.cu) */
@@ -835,7 +898,11 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
     cu->call_no = 1;
   }
   bytes = ms__cuda_pack(cu, b, cu->stage[s], b->accept && !probs, !probs, &needs, &first_err);
-  if (bytes == 0) { rc = MS_ERR_CAPACITY; goto done; }
+  if (bytes == 0) {
+    rc = ms__cuda_refuse(cu, MS_ERR_CAPACITY, "the rows' lists, masks and bias need more than max_extra_words (%d words)",
+                         (int)cu->extra_words);
+    goto done;
+  }
   if (d->memcpy_htod_async(cu->d_blob, cu->stage[s], bytes, stream) != MS__CUDA_SUCCESS ||
       d->event_record(cu->ev[s], stream) != MS__CUDA_SUCCESS) { rc = MS_ERR_DEVICE; goto done; }
   cu->ev_used[s] = 1;
@@ -929,6 +996,7 @@ static ms_result ms__cuda_run(ms_cuda *cu, void *stream, const ms_cuda_batch *b,
   }
   rc = first_err;
 done:
+  if (rc == MS_ERR_DEVICE && !cu->err[0]) ms__cuda_refuse(cu, rc, "a CUDA driver call failed (upload, launch or copy)");
   ms__cuda_leave(pushed);
   return rc;
 }
