@@ -55,29 +55,18 @@ MSDEF const char *ms_result_str(ms_result code) {
 MSDEF const char *ms_version(void) { return MYSAMPLE_VERSION_STRING; }
 
 /* Formats a float the way Python's repr prints the same value parsed from
-   JSON: the shortest decimal that reads back as this float, and ".0" on
-   integral values, so our messages read like vLLM's. */
+   JSON, so our messages read like vLLM's: the shortest decimal that reads
+   back as this float, ".0" on integral values, and exponents only below
+   1e-4 or from 1e16 up (repr's rule: 100.0, not 1e+02). ms_json_float
+   writes exactly that, without the C locale's decimal point. */
 MS__PRIVATE void ms__fmt_float(char *buf, size_t size, float v) {
-  int prec;
+  char tmp[24];
+  size_t len;
   if (v != v) { snprintf(buf, size, "nan"); return; }
   if (v == (float)INFINITY) { snprintf(buf, size, "inf"); return; }
   if (v == -(float)INFINITY) { snprintf(buf, size, "-inf"); return; }
-  for (prec = 1; prec <= 9; prec++) {
-    char tmp[40];
-    size_t len;
-    snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
-    if ((float)strtod(tmp, NULL) == v) {
-      /* strtod and %g honour the C locale's decimal point; mysample's
-         messages always use '.', so normalise a ',' if a locale set one. */
-      char *c = strchr(tmp, ',');
-      if (c) *c = '.';
-      len = strlen(tmp);
-      if (!strchr(tmp, '.') && !strchr(tmp, 'e') && len + 2 < sizeof tmp) { tmp[len] = '.'; tmp[len + 1] = '0'; tmp[len + 2] = '\0'; }
-      if (size) { len = strlen(tmp); if (len >= size) len = size - 1; memcpy(buf, tmp, len); buf[len] = '\0'; }
-      return;
-    }
-  }
-  snprintf(buf, size, "%.9g", (double)v);
+  len = ms_json_float(tmp, v);
+  if (size) { if (len >= size) len = size - 1; memcpy(buf, tmp, len); buf[len] = '\0'; }
 }
 
 /* Writes a formatted message into the caller's optional buffer. */

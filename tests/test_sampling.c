@@ -106,6 +106,13 @@ TEST(test_validation_messages) {
     {0, "temperature", -0.5f, "temperature must be non-negative, got -0.5."},
     {0, "temperature", 2.5f, "temperature must be in [0, 2], got 2.5."},
     {0, "temperature", NAN, "temperature must be a finite number, got nan."},
+    /* Python's repr: positional below 1e16 (it printed 1e+02 and -5e+01) */
+    {0, "temperature", 100.0f, "temperature must be in [0, 2], got 100.0."},
+    {0, "temperature", -50.0f, "temperature must be non-negative, got -50.0."},
+    {0, "temperature", 12345678.0f, "temperature must be in [0, 2], got 12345678.0."},
+    {0, "temperature", 1e16f, "temperature must be in [0, 2], got 1e+16."},
+    {0, "presence_penalty", 10.0f, "presence_penalty must be in [-2, 2], got 10.0."},
+    {0, "top_p", -1e-5f, "top_p must be in (0, 1], got -1e-05."},
     {0, "top_p", 0.0f, "top_p must be in (0, 1], got 0.0."},
     {0, "top_p", 1.1f, "top_p must be in (0, 1], got 1.1."},
     {0, "min_p", 1.5f, "min_p must be in [0, 1], got 1.5."},
