@@ -194,7 +194,8 @@ static int js__number(js__p *p, js_val *v) {
   size_t st = p->pos;
   int neg = 0, frac = 0, overflow = 0;
   uint64_t mag = 0;
-  char tmp[64];
+  char tmp[64], *text = tmp;
+  size_t n;
   if (p->s[p->pos] == '-') { neg = 1; p->pos++; }
   if (p->pos >= p->len) return js__fail(p, "bad number");
   if (p->s[p->pos] == '0') p->pos++;
@@ -216,10 +217,14 @@ static int js__number(js__p *p, js_val *v) {
     if (p->pos >= p->len || p->s[p->pos] < '0' || p->s[p->pos] > '9') return js__fail(p, "bad number");
     while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
   }
-  if (p->pos - st >= sizeof tmp) return js__fail(p, "number too long");
-  memcpy(tmp, p->s + st, p->pos - st);
-  tmp[p->pos - st] = 0;
-  v->num = strtod(tmp, NULL);
+  /* RFC 8259 puts no limit on a number's digits (0.5000...0001 is 0.5, as
+     Python reads it): a long one is copied to the heap for strtod */
+  n = p->pos - st;
+  if (n >= sizeof tmp && (text = (char *)malloc(n + 1)) == NULL) return js__fail(p, "out of memory");
+  memcpy(text, p->s + st, n);
+  text[n] = 0;
+  v->num = strtod(text, NULL);
+  if (text != tmp) free(text);
   if (!frac && !overflow && (neg ? mag <= (uint64_t)INT64_MAX + 1 : mag <= (uint64_t)INT64_MAX)) {
     v->is_int = 1;
     v->i = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
