@@ -36,6 +36,8 @@
 #include "json.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
@@ -542,13 +544,28 @@ static int fail(perr *e, const char *param, const char *fmt, ...) {
   return -1;
 }
 
-/* Optional number field: absent or null keeps *out. */
-static int get_float(const js_doc *d, const js_val *o, const char *k, float *out, perr *e) {
+/* A JSON double as the float ms_params holds. vLLM validates the double
+   (sampling_params.py _verify_args): a value that rounds onto 0 or onto
+   the field's bound (+-`bound`) must stay on its side of it, or
+   2.0000000001 would pass "temperature in [0, 2]" and 1e-50 would become
+   temperature 0 (greedy; vLLM raises it to 0.01) or top_p 0 (refused).
+   Such a value moves one float further from zero; every other value
+   rounds to nearest, as vLLM's float32 tensors do. */
+static float narrow_float(double x, double bound) {
+  float f = (float)x;
+  double a = x < 0 ? -x : x, af = f < 0 ? -(double)f : (double)f;
+  if (a > af && (af == 0.0 || af == bound)) f = nextafterf(f, x < 0 ? -FLT_MAX : FLT_MAX);
+  return f;
+}
+
+/* Optional number field: absent or null keeps *out. `bound`: the field's
+   range ends at +-bound (0: only at 0). */
+static int get_float(const js_doc *d, const js_val *o, const char *k, double bound, float *out, perr *e) {
   const js_val *v = js_get(d, o, k);
   if (!v || v->type == JS_NULL) return 0;
   if (v->type != JS_NUMBER) return fail(e, k, "'%s' must be a number", k);
   if (v->num > 3.4e38 || v->num < -3.4e38) return fail(e, k, "'%s' is out of range", k);
-  *out = (float)v->num;
+  *out = narrow_float(v->num, bound);
   return 0;
 }
 static int get_int(const js_doc *d, const js_val *o, const char *k, int64_t *out, perr *e) {
@@ -572,6 +589,35 @@ static int get_bool(const js_doc *d, const js_val *o, const char *k, int *out, p
   return 0;
 }
 
+/* Is v the string s? By length: a decoded string may hold NUL bytes (from
+   \u0000), and "user\u0000x" is not "user" (Python's == says so too). */
+static int str_is(const js_val *v, const char *s) {
+  return v && v->type == JS_STRING && v->len == strlen(s) && !memcmp(v->str, s, v->len);
+}
+
+/* A logit_bias key as vLLM reads it, with Python's int(): ASCII
+   whitespace around, an optional sign, decimal digits with single '_'
+   between them; all key_len bytes (a NUL from \u0000 is not a digit).
+   *big: the value is past int64 (vLLM then calls it out of vocab). */
+static int int_key(const char *k, size_t n, int64_t *out, int *big) {
+  size_t i = 0;
+  int neg = 0, digits = 0;
+  uint64_t v = 0;
+  *big = 0;
+  while (i < n && strchr(" \t\n\v\f\r", k[i]) && k[i]) i++;
+  while (n > i && strchr(" \t\n\v\f\r", k[n - 1]) && k[n - 1]) n--;
+  if (i < n && (k[i] == '+' || k[i] == '-')) neg = k[i++] == '-';
+  for (; i < n; i++) {
+    if (k[i] == '_' && digits && i + 1 < n && k[i + 1] >= '0' && k[i + 1] <= '9') continue;
+    if (k[i] < '0' || k[i] > '9') return 0;
+    if (v > ((uint64_t)INT64_MAX - 9) / 10) *big = 1; else v = v * 10 + (uint64_t)(k[i] - '0');
+    digits++;
+  }
+  if (!digits) return 0;
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  return 1;
+}
+
 /* Appends a chat message's content (string or array of text parts). */
 static int chat_content(const js_doc *d, const js_val *content, buf *text, perr *e) {
   const js_val *part;
@@ -580,7 +626,7 @@ static int chat_content(const js_doc *d, const js_val *content, buf *text, perr 
   if (content->type != JS_ARRAY) return fail(e, "messages", "message content must be a string or an array of parts");
   for (part = js_at(d, content, 0); part; part = js_next(d, part)) {
     const js_val *type = js_get(d, part, "type"), *t = js_get(d, part, "text");
-    if (!type || type->type != JS_STRING || strcmp(type->str, "text") != 0 || !t || t->type != JS_STRING)
+    if (!str_is(type, "text") || !t || t->type != JS_STRING)
       return fail(e, "messages", "only content parts of type 'text' are supported");
     if (buf_append(text, t->str, t->len)) return fail(e, "messages", "out of memory");
   }
@@ -773,7 +819,7 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
   buf text = { NULL, 0, 0 };
   int64_t iv;
   int rc = -1, logprobs_flag = 0;
-  int64_t top_logprobs = -1;
+  int64_t top_logprobs = 0;
   model *m = &S->m;
   e->code = 400; e->param = NULL; e->msg[0] = 0;
   if (js_parse(&d, body, n, err, sizeof err) != 0) {
@@ -793,7 +839,7 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
   v = js_get(&d, root, "model");
   if (v && v->type != JS_NULL) {
     if (v->type != JS_STRING) { fail(e, "model", "'model' must be a string"); goto out; }
-    if (strcmp(v->str, m->name) != 0) {
+    if (!str_is(v, m->name)) {
       fail(e, "model", "The model `%.200s` does not exist.", v->str);
       e->code = 404;
       goto out;
@@ -807,9 +853,8 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
       const js_val *role;
       if (msg->type != JS_OBJECT) { fail(e, "messages", "each message must be an object"); goto out; }
       role = js_get(&d, msg, "role");
-      if (!role || role->type != JS_STRING ||
-          (strcmp(role->str, "system") && strcmp(role->str, "user") && strcmp(role->str, "assistant") &&
-           strcmp(role->str, "developer") && strcmp(role->str, "tool"))) {
+      if (!str_is(role, "system") && !str_is(role, "user") && !str_is(role, "assistant") &&
+          !str_is(role, "developer") && !str_is(role, "tool")) {
         fail(e, "messages", "each message needs a role: system, developer, user, assistant or tool"); goto out;
       }
       if (text.len) buf_append(&text, "\n", 1);
@@ -888,25 +933,30 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
   }
 
   /* sampling parameters: ms_params_validate gives vLLM's messages */
-  if (get_float(&d, root, "temperature", &r->params.temperature, e)) goto out;
-  if (get_float(&d, root, "top_p", &r->params.top_p, e)) goto out;
-  if (get_float(&d, root, "min_p", &r->params.min_p, e)) goto out;
-  if (get_float(&d, root, "presence_penalty", &r->params.presence_penalty, e)) goto out;
-  if (get_float(&d, root, "frequency_penalty", &r->params.frequency_penalty, e)) goto out;
-  if (get_float(&d, root, "repetition_penalty", &r->params.repetition_penalty, e)) goto out;
+  if (get_float(&d, root, "temperature", 2, &r->params.temperature, e)) goto out;
+  if (get_float(&d, root, "top_p", 1, &r->params.top_p, e)) goto out;
+  if (get_float(&d, root, "min_p", 1, &r->params.min_p, e)) goto out;
+  if (get_float(&d, root, "presence_penalty", 2, &r->params.presence_penalty, e)) goto out;
+  if (get_float(&d, root, "frequency_penalty", 2, &r->params.frequency_penalty, e)) goto out;
+  if (get_float(&d, root, "repetition_penalty", 0, &r->params.repetition_penalty, e)) goto out;
   iv = r->params.top_k;
   if (get_int(&d, root, "top_k", &iv, e)) goto out;
-  if (iv < INT32_MIN || iv > INT32_MAX) { fail(e, "top_k", "top_k must be 0 (disable), or at least 1, got %lld.", (long long)iv); goto out; }
-  r->params.top_k = (int32_t)iv;
+  if (iv < -1) { fail(e, "top_k", "top_k must be 0 (disable), or at least 1, got %lld.", (long long)iv); goto out; }
+  r->params.top_k = iv > INT32_MAX ? INT32_MAX : (int32_t)iv;   /* vLLM takes any k; k >= vocab keeps every token */
   v = js_get(&d, root, "seed");
   if (v && v->type != JS_NULL) {
     if (v->type != JS_NUMBER || !v->is_int) { fail(e, "seed", "'seed' must be an integer"); goto out; }
+    /* -1 asks for a random seed (vLLM's SamplingParams.__post_init__, as OpenAI) */
     r->params.seed = (uint64_t)v->i;
-    r->params.has_seed = 1;
+    r->params.has_seed = v->i != -1;
   }
   iv = 0;
   if (get_int(&d, root, "min_tokens", &iv, e)) goto out;
-  if (iv < 0 || iv > INT32_MAX) { fail(e, "min_tokens", "min_tokens must be greater than or equal to 0, got %lld.", (long long)iv); goto out; }
+  if (iv < 0) { fail(e, "min_tokens", "min_tokens must be greater than or equal to 0, got %lld.", (long long)iv); goto out; }
+  if (iv > r->max_tokens) {
+    fail(e, "min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %lld.", (int)r->max_tokens, (long long)iv);
+    goto out;
+  }
   r->min_tokens = (int32_t)iv;
   r->params.min_tokens = r->min_tokens;
   if (get_bool(&d, root, "ignore_eos", &r->ignore_eos, e)) goto out;
@@ -920,13 +970,14 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
     r->bias = (ms_bias *)malloc(((size_t)v->n + 1) * sizeof(ms_bias));
     if (!r->bias) { fail(e, NULL, "out of memory"); e->code = 500; goto out; }
     for (b = js_at(&d, v, 0); b; b = js_next(&d, b)) {
-      char *end;
-      long id;
-      errno = 0;
-      id = strtol(b->key, &end, 10);
-      if (b->key_len == 0 || *end != 0 || errno || id < INT32_MIN || id > INT32_MAX ||
-          !((b->key[0] >= '0' && b->key[0] <= '9') || b->key[0] == '-')) {
-        fail(e, "logit_bias", "logit_bias keys must be token ids, got '%.64s'", b->key); goto out;
+      int64_t id;
+      int big;
+      if (!int_key(b->key, b->key_len, &id, &big)) {
+        fail(e, "logit_bias", "logit_bias contains key(s) that cannot be converted to integer token IDs: ['%.64s']", b->key); goto out;
+      }
+      if (big || id < INT32_MIN || id > INT32_MAX) {
+        fail(e, "logit_bias", "token_id(s) [%.64s] in logit_bias contain out-of-vocab token ids. Vocabulary size: %d", b->key, (int)m->vocab);
+        goto out;
       }
       if (b->type != JS_NUMBER) { fail(e, "logit_bias", "logit_bias values must be numbers"); goto out; }
       {
@@ -977,20 +1028,30 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
   /* logprobs */
   if (r->api == API_CHAT) {
     if (get_bool(&d, root, "logprobs", &logprobs_flag, e)) goto out;
+    /* vLLM's ChatCompletionRequest.check_logprobs: default 0, -1 = the
+       whole vocabulary, which the max_logprobs cap then refuses (it was
+       taken as 0, and without `logprobs` let through) */
+    top_logprobs = 0;
     if (get_int(&d, root, "top_logprobs", &top_logprobs, e)) goto out;
-    if (top_logprobs > 0 && !logprobs_flag) {
+    if (top_logprobs < -1) { fail(e, "top_logprobs", "`top_logprobs` must be a positive value or -1."); goto out; }
+    if ((top_logprobs == -1 || top_logprobs > 0) && !logprobs_flag) {
       fail(e, "top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true."); goto out;
     }
-    if (top_logprobs < -1 || top_logprobs > MAX_TOP) {
-      fail(e, "top_logprobs", "`top_logprobs` must be a positive value less than or equal to %d, got %lld.", MAX_TOP, (long long)top_logprobs);
-      goto out;
+    if (logprobs_flag) {
+      int64_t want = top_logprobs == -1 ? m->vocab : top_logprobs;
+      if (want > MAX_TOP) {
+        fail(e, "top_logprobs", "Requested sample logprobs of %lld, which is greater than max allowed: %d", (long long)want, MAX_TOP);
+        goto out;
+      }
+      r->logprobs = (int)want;
     }
-    if (logprobs_flag) r->logprobs = top_logprobs > 0 ? (int)top_logprobs : 0;
   } else {
     v = js_get(&d, root, "logprobs");
     if (v && v->type != JS_NULL) {
       if (v->type != JS_NUMBER || !v->is_int) { fail(e, "logprobs", "'logprobs' must be an integer"); goto out; }
-      if (v->i < 0 || v->i > MAX_TOP) { fail(e, "logprobs", "Requested sample logprobs of %lld, which is greater than max allowed: %d", (long long)v->i, MAX_TOP); goto out; }
+      /* vLLM's CompletionRequest.check_logprobs refuses every negative value, -1 too */
+      if (v->i < 0) { fail(e, "logprobs", "`logprobs` must be a positive value."); goto out; }
+      if (v->i > MAX_TOP) { fail(e, "logprobs", "Requested sample logprobs of %lld, which is greater than max allowed: %d", (long long)v->i, MAX_TOP); goto out; }
       r->logprobs = (int)v->i;
     }
     {
@@ -1005,6 +1066,10 @@ static int parse_request(server *S, request *r, const char *body, size_t n, perr
     ms_result res = ms_params_validate(&r->params, m->vocab, msg, sizeof msg);
     if (res != MS_OK) { fail(e, NULL, "%s", msg); goto out; }
   }
+  /* vLLM's SamplingParams._verify_greedy_sampling: n identical greedy
+     choices are refused (only temperature 0 is greedy there: (0, 0.01) is
+     raised to 0.01 first) */
+  if (r->n > 1 && r->params.temperature == 0.0f) { fail(e, "n", "n must be 1 when using greedy sampling, got %d.", r->n); goto out; }
   /* the stop/length rules are checked now (a trial reset), so a bad request
      is a 400 before it queues */
   {

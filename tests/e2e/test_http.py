@@ -523,5 +523,66 @@ def logit_bias_repeated_key_last_wins():
     assert greedy('{"32":50,"32":-100}') == greedy('{"32":-100}')
 
 
+@test
+def request_fields_as_vllm_reads_them():
+    """vLLM's request validation (sampling_params.py, the OpenAI protocol
+    classes): each case was answered differently before."""
+    chat = "/v1/chat/completions"
+    msgs = [{"role": "user", "content": "hi"}]
+
+    def err(obj, path="/v1/completions"):
+        st, r = completion(dict({"max_tokens": 2}, **obj), path)
+        assert st == 400, (obj, st, r)
+        return r["error"]["message"]
+
+    def ok(obj, path="/v1/completions"):
+        st, r = completion(dict({"max_tokens": 2}, **obj), path)
+        assert st == 200, (obj, st, r)
+        return r
+    # _verify_greedy_sampling: n > 1 needs sampling
+    assert err({"prompt": "x", "n": 2, "temperature": 0}) == "n must be 1 when using greedy sampling, got 2."
+    ok({"prompt": "x", "n": 2, "temperature": 0.005})   # raised to 0.01, not greedy
+    # seed -1 is no seed: two requests differ (40 tokens of the n-gram model)
+    texts = {ok({"prompt": "The river", "max_tokens": 40, "seed": -1, "ignore_eos": True})["choices"][0]["text"]
+             for _ in range(3)}
+    assert len(texts) > 1, texts
+    # logprobs: completions refuse every negative; chat's -1 is the whole vocabulary
+    assert err({"prompt": "x", "logprobs": -1}) == "`logprobs` must be a positive value."
+    assert err({"messages": msgs, "top_logprobs": -1}, chat) == \
+        "when using `top_logprobs`, `logprobs` must be set to true."
+    assert err({"messages": msgs, "top_logprobs": -2, "logprobs": True}, chat) == \
+        "`top_logprobs` must be a positive value or -1."
+    assert err({"messages": msgs, "top_logprobs": -1, "logprobs": True}, chat).startswith("Requested sample logprobs of ")
+    assert err({"messages": msgs, "top_logprobs": 21, "logprobs": True}, chat) == \
+        "Requested sample logprobs of 21, which is greater than max allowed: 20"
+    ok({"messages": msgs, "top_logprobs": 0}, chat)
+    # the double is validated: no rounding onto a bound
+    assert err({"prompt": "x", "temperature": 2.0000000001}).startswith("temperature must be in [0, 2], got ")
+    assert err({"prompt": "x", "top_p": 1.00000000001}).startswith("top_p must be in (0, 1], got ")
+    assert err({"prompt": "x", "presence_penalty": -2.0000000001}).startswith("presence_penalty must be in [-2, 2]")
+    ok({"prompt": "x", "top_p": 1e-50})
+    ok({"prompt": "x", "temperature": 0.50000000000000000000000000000000000000000000000000000000000000001})
+    # top_k: any k >= -1; min_tokens past max_tokens
+    ok({"prompt": "x", "top_k": 2 ** 40})
+    assert err({"prompt": "x", "min_tokens": 2 ** 40}) == \
+        "min_tokens must be less than or equal to max_tokens=2, got %d." % 2 ** 40
+    # logit_bias keys as Python's int() reads them; NUL is not the end of a string
+    ok({"prompt": "x", "logit_bias": {"+5": 1, " 7 ": 1, "1_0": 1}})
+    for k in ["5\\u0000x", "1__0", "_1", "", "0x10"]:
+        body = ('{"model":"%s","prompt":"x","max_tokens":2,"logit_bias":{"%s":1}}' % (MODEL, k)).encode()
+        st, _, data = raw(b"POST /v1/completions HTTP/1.1\r\nContent-Length: " + str(len(body)).encode()
+                          + b"\r\n\r\n" + body, timeout=20)
+        assert st == 400 and b"cannot be converted to integer token IDs" in data, (k, st, data)
+    assert "out-of-vocab" in err({"prompt": "x", "logit_bias": {"99999999999999999999999": 1}})
+    body = ('{"model":"%s\\u0000x","prompt":"x","max_tokens":2}' % MODEL).encode()
+    st, _, data = raw(b"POST /v1/completions HTTP/1.1\r\nContent-Length: " + str(len(body)).encode()
+                      + b"\r\n\r\n" + body, timeout=20)
+    assert st == 404, (st, data)
+    body = ('{"model":"%s","messages":[{"role":"user\\u0000","content":"x"}],"max_tokens":2}' % MODEL).encode()
+    st, _, data = raw(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: " + str(len(body)).encode()
+                      + b"\r\n\r\n" + body, timeout=20)
+    assert st == 400, (st, data)
+
+
 print("e2e http: %d passed, %d failed" % (results.count(True), results.count(False)))
 sys.exit(0 if all(results) else 1)
