@@ -143,7 +143,8 @@ MSDEF size_t ms_text_out_bound(const ms_text *t, size_t n_bytes);
    with include_stop_str_in_output). Stop strings are matched only against
    text added by tokens after the first min_tokens. On finish all held text
    is flushed and an incomplete trailing UTF-8 sequence becomes U+FFFD.
-   The push is atomic: on error nothing changes. Returns MS_OK,
+   The push is atomic: on error nothing changes but out, where step->delta
+   is then "" (out[0] = 0 when out_size > 0). Returns MS_OK,
    MS_ERR_NULL_ARGUMENT (t, step, out, or bytes with n_bytes > 0),
    MS_ERR_BUFFER_TOO_SMALL (out_size < ms_text_out_bound(t, n_bytes)),
    MS_ERR_STATE (already finished) or MS_ERR_CAPACITY (the kept text would

@@ -398,8 +398,9 @@ MS__PRIVATE ms_result ms__text_step(ms_text *t, int has_token, int32_t token, co
 
   memset(step, 0, sizeof *step);
   step->delta = out;
+  /* On every error step->delta is "" (out holds only scratch otherwise). */
   if (t->finish != MS_FINISH_NONE) { if (out_size) out[0] = 0; return MS_ERR_STATE; }
-  if (out_size < ms_text_out_bound(t, n)) return MS_ERR_BUFFER_TOO_SMALL;
+  if (out_size < ms_text_out_bound(t, n)) { if (out_size) out[0] = 0; return MS_ERR_BUFFER_TOO_SMALL; }
   memset(&reason, 0, sizeof reason);
 
   if (has_token) {
@@ -455,7 +456,7 @@ MS__PRIVATE ms_result ms__text_step(ms_text *t, int has_token, int32_t token, co
   if (cut < emit_start) cut = emit_start;
   MYSAMPLE_ASSERT(cut <= pos);
 
-  if (t->cap_text && t->text_len + (cut - emit_start) > t->cap_text) return MS_ERR_CAPACITY;
+  if (t->cap_text && t->text_len + (cut - emit_start) > t->cap_text) { out[0] = 0; return MS_ERR_CAPACITY; }
 
   /* Commit. */
   tail_bytes = finishing ? 0 : ms__tail_bytes(out, pos, t->hold_chars);

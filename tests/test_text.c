@@ -352,13 +352,16 @@ static void test_errors(void) {
   CHECK_EQ_INT(ms_text_reset(t, &p, NULL, 0), MS_ERR_INVALID_PARAM);
   CHECK_EQ_INT(ms_text_reset(t, NULL, msg, sizeof msg), MS_OK);
   /* a short out buffer changes nothing */
+  out[0] = 'Z';
   CHECK_EQ_INT(ms_text_push(t, 1, "ab", 2, out, ms_text_out_bound(t, 2) - 1, &st), MS_ERR_BUFFER_TOO_SMALL);
   CHECK_EQ_INT(ms_text_n_tokens(t), 0);
+  CHECK(st.delta == out && st.delta_len == 0 && out[0] == 0);   /* an error's delta is "" */
   CHECK_EQ_INT(ms_text_push(t, 1, NULL, 2, out, sizeof out, &st), MS_ERR_NULL_ARGUMENT);
   /* text capacity 4: "abc" fits, "de" would not; the failed push is undone */
   CHECK_EQ_INT(ms_text_push(t, 1, "abc", 3, out, sizeof out, &st), MS_OK);
   CHECK_EQ_INT(ms_text_push(t, 2, "de", 2, out, sizeof out, &st), MS_ERR_CAPACITY);
   CHECK_EQ_INT(ms_text_n_tokens(t), 1);
+  CHECK(st.delta == out && st.delta_len == 0 && out[0] == 0);   /* not the decoded "de" left in out */
   CHECK_EQ_INT(ms_text_push(t, 2, "d", 1, out, sizeof out, &st), MS_OK);
   CHECK_EQ_INT(ms_text_finish(t, MS_FINISH_NONE, out, sizeof out, &st), MS_ERR_INVALID_PARAM);
   CHECK_EQ_INT(ms_text_finish(t, MS_FINISH_LENGTH, out, sizeof out, &st), MS_OK);
