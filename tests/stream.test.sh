@@ -101,6 +101,9 @@ for name, line in [("bad_json", "{\"id\": 1, \"bytes\": [1,}"), ("byte_range", "
     check("stream_rejects_" + name, p.returncode != 0 and b"line 2" in p.stderr, p.stderr.decode())
 p = subprocess.run([bin, "stream", "--stream", "maybe"], input=b"", capture_output=True)
 check("stream_rejects_bad_flag", p.returncode != 0 and b"--stream" in p.stderr)
+# an empty stop string gets vLLM's message (SamplingParams._verify_args), not "bad limits"
+p = subprocess.run([bin, "stream", "--stop", ""], input=b"", capture_output=True)
+check("stream_rejects_empty_stop", p.returncode == 2 and b"stop cannot contain an empty string." in p.stderr, p.stderr.decode())
 p = subprocess.run([bin, "stream", "--help"], capture_output=True)
 check("stream_help", p.returncode == 0 and all(f in p.stdout for f in [b"--object", b"--stream", b"--stop", b"--include-stop", b"--max-tokens",
       b"--min-tokens", b"--eos-id", b"--ignore-eos", b"--logprobs", b"--n-prompt-tokens", b"--include-usage", b"--model", b"--id", b"--created"]))

@@ -300,6 +300,8 @@ int ms_cli_stream(int argc, char **argv) {
   memset(&td, 0, sizeof td);
   td.max_stops = o.n_stops; td.max_stop_ids = o.n_stop_ids;
   for (i = 0; i < o.n_stops; i++) if ((int32_t)strlen(o.stops[i]) > td.max_stop_bytes) td.max_stop_bytes = (int32_t)strlen(o.stops[i]);
+  /* at least 1, so that only "" stops are refused, by ms_text_reset with vLLM's message */
+  if (o.n_stops > 0 && td.max_stop_bytes < 1) td.max_stop_bytes = 1;
   tmem = malloc(ms_text_size(&td) ? ms_text_size(&td) : 1);
   if (ms_text_init(&text, &td, tmem, ms_text_size(&td)) != MS_OK) { fprintf(stderr, "mysample stream: bad limits\n"); status = 2; goto done; }
   tp = ms_text_params_default();
