@@ -375,6 +375,72 @@ static void test_errors(void) {
   free(mem);
 }
 
+/* vLLM corner rules checked one by one (vllm/v1/core/sched/utils.py
+   check_stop; vllm/v1/engine/detokenizer.py update/check_stop_strings). */
+static void test_vllm_corner_rules(void) {
+  seqt s; ms_text_params p = ms_text_params_default();
+  int32_t ids[] = {7};
+  const char *stops[] = {"XYZW"}, *pre[] = {"abc", "ab"}, *lng[] = {"0123456789"}, *u[] = {"\xC3\xA9!"};
+  /* a stop token on the max_tokens step: "stop" with the id (stop ids are
+     checked before the length cap) */
+  p.stop_token_ids = ids; p.n_stop_token_ids = 1; p.max_tokens = 2;
+  seq_open(&s, &p, 0);
+  seq_pushs(&s, 1, "a"); seq_pushs(&s, 7, "<eot>");
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_STOP);
+  CHECK_EQ_INT(s.last.stop_reason.kind, MS_STOP_TOKEN); CHECK_EQ_INT(s.last.stop_reason.token, 7);
+  ACC_IS(&s, "a");
+  seq_close(&s);
+  /* with include_stop_str_in_output the stop token's text is kept, and a stop
+     string in it turns stop_reason into the string */
+  p.include_stop_str_in_output = 1; p.max_tokens = 0; p.stop = stops; p.n_stop = 1;
+  seq_open(&s, &p, 0);
+  seq_pushs(&s, 1, "a"); seq_pushs(&s, 7, "XYZWq");
+  CHECK_EQ_INT(s.last.stop_reason.kind, MS_STOP_STRING);
+  ACC_IS(&s, "aXYZW");
+  seq_close(&s);
+  /* min_tokens: a match inside the first min_tokens' text is never found
+     later, one that ends after it is (the window reaches len(stop)-1 back) */
+  p = ms_text_params_default(); p.stop = stops; p.n_stop = 1; p.min_tokens = 2;
+  seq_open(&s, &p, 0);
+  seq_pushs(&s, 1, "XYZW"); seq_pushs(&s, 2, "XY"); seq_pushs(&s, 3, "q");
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_NONE);
+  seq_pushs(&s, 4, "XY"); seq_pushs(&s, 5, "ZW");
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_STOP);
+  ACC_IS(&s, "XYZWXYq");
+  seq_close(&s);
+  seq_open(&s, &p, 0);
+  seq_pushs(&s, 1, "q"); seq_pushs(&s, 2, "XYZ"); seq_pushs(&s, 3, "W");   /* straddles token 2 | 3 */
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_STOP);
+  ACC_IS(&s, "q");
+  seq_close(&s);
+  /* a stop that is a prefix of another completes first and wins */
+  p = ms_text_params_default(); p.stop = pre; p.n_stop = 2;
+  seq_open(&s, &p, 0);
+  seq_pushs(&s, 1, "xabc");
+  CHECK_EQ_INT(s.last.stop_reason.index, 1);
+  ACC_IS(&s, "x");
+  seq_close(&s);
+  /* a stop longer than the whole output: held back while streaming, all
+     flushed at the end */
+  p.stop = lng; p.n_stop = 1;
+  seq_open(&s, &p, 0);
+  seq_pushs(&s, 1, "01234");
+  CHECK_EQ_INT(s.acc_n, 0);
+  seq_end(&s, MS_FINISH_LENGTH);
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_LENGTH);
+  ACC_IS(&s, "01234");
+  seq_close(&s);
+  /* a stop string whose first character is split over two tokens */
+  p.stop = u;
+  seq_open(&s, &p, 0);
+  seq_push(&s, 1, "x\xC3", 2); seq_push(&s, 2, "\xA9", 1);
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_NONE);
+  seq_pushs(&s, 3, "!tail");
+  CHECK_EQ_INT(s.last.finish, MS_FINISH_STOP);
+  ACC_IS(&s, "x");
+  seq_close(&s);
+}
+
 /* ---- the round-trip property over random cases ---- */
 static uint64_t rng_state = 88172645463325252ull;
 static uint32_t rnd(void) { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17; return (uint32_t)rng_state; }
@@ -455,6 +521,7 @@ int main(void) {
   RUN(test_huge_token);
   RUN(test_control_and_2028_pass_through);
   RUN(test_errors);
+  RUN(test_vllm_corner_rules);
   RUN(test_round_trip_random);
   return t_done();
 }
