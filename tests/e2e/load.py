@@ -68,9 +68,11 @@ class Stats:
 
 def make_request(rng):
     chat = rng.random() < 0.5
-    n = 2 if rng.random() < 0.2 else 1
+    temperature = rng.choice([0.0, 0.7, 1.0, 1.3])
+    # n > 1 asks for random sampling (vLLM refuses it at temperature 0)
+    n = 2 if temperature > 0 and rng.random() < 0.25 else 1
     body = {"model": args.model, "stream": True, "stream_options": {"include_usage": True},
-            "seed": rng.randrange(1 << 31), "n": n, "temperature": rng.choice([0.0, 0.7, 1.0, 1.3]),
+            "seed": rng.randrange(1 << 31), "n": n, "temperature": temperature,
             "max_tokens": rng.randint(8, 96)}
     if rng.random() < 0.3:
         body["top_p"] = 0.9
