@@ -1744,6 +1744,17 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
      (where this row masks them, or it would have failed) has them left
      out of its normaliser and rank too: the log-softmax of its finite logits */
   nonfinite = ms__scan_row(Q, &t) != MS_OK && use_raw;
+  if (nonfinite) {
+    /* the scan's error ended it before ms__scan_row could start again
+       from the bottom where its guessed threshold was too high (too few
+       values reached it): list the finite logits again from the bottom,
+       one by one (a row with a masked NaN or +Inf: rare) */
+    ms__topk_init(&t, n_top > 0 ? n_top : 1, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+    for (i = 0; i < R->V; i++) {
+      float v = Q->x[i];
+      if (v > -INFINITY && v < INFINITY) ms__topk_push(&t, v, i);
+    }
+  }
   nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
   if (nt == 0) { out->logprob = -INFINITY; out->rank = 1; out->n_top = 0; return; }
   m = w->tv[0];

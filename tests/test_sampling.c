@@ -494,6 +494,53 @@ TEST(test_masked_bad_values) {
   ms_sampler_destroy(s);
 }
 
+/* The same on a long row, whose raw top-N scan starts from a threshold
+   guessed from a sample of the row (every 8th id here): a sampled id far
+   above the rest makes the guess too high, and the scan then starts again
+   from the bottom. With a masked NaN or +Inf in the row it did not (the
+   scan's error ended it), and the raw top list held the one value that
+   reached the guess instead of the N largest finite logits (found by the
+   GPU path's differential tests: ms_k_lp's list was right). */
+TEST(test_masked_bad_values_top_list) {
+  enum { V = 4096, N = 5 };
+  static float x[V];
+  ms_logprob top[N];
+  int32_t banned[1] = { 1 }, allowed[3] = { 5, 2000, 4095 };
+  ms_sampler *s = sampler(V, 1);
+  int i, j, bad, c;
+  for (i = 0; i < V; i++) x[i] = rn();
+  x[8] = 10.0f;   /* a sampled id: the guess */
+  for (bad = 0; bad < 2; bad++) {
+    for (c = 0; c < 3; c++) {
+      ms_params p = ms_params_default();
+      ms_output out;
+      double z = 0.0;
+      float m = -INFINITY;
+      x[1] = bad ? (float)NAN : INFINITY;
+      p.logprobs = N; p.seed = 4; p.has_seed = 1;
+      p.temperature = c == 2 ? 0.0f : 1.0f;   /* greedy: the raw list too */
+      if (c == 1) { p.allowed_ids = allowed; p.n_allowed_ids = 3; }
+      else { p.banned_ids = banned; p.n_banned_ids = 1; }
+      if (bad && c != 1) continue;   /* a NaN outside an allowed list's row fails it */
+      memset(&out, 0, sizeof out); out.top = top; out.top_capacity = N;
+      CHECK_EQ_INT(ms_sample(s, x, V, &p, NULL, &out), MS_OK);
+      for (i = 0; i < V; i++) if (i != 1 && x[i] > m) m = x[i];
+      for (i = 0; i < V; i++) if (i != 1) z += exp((double)x[i] - (double)m);
+      CHECK_EQ_INT(out.n_top, N);
+      for (j = 0; j < out.n_top; j++) {
+        int above = 0;
+        const int32_t t = top[j].token;
+        CHECK(t >= 0 && t < V && t != 1);
+        if (t < 0 || t >= V) break;
+        for (i = 0; i < V; i++) above += i != 1 && (x[i] > x[t] || (x[i] == x[t] && i < t));
+        CHECK_MSG(above == j, "bad %d case %d: top %d is id %d, the %d-th largest", bad, c, j, (int)t, above);
+        CHECK_NEAR(top[j].logprob, (double)x[t] - (double)m - log(z), 1e-5);
+      }
+    }
+  }
+  ms_sampler_destroy(s);
+}
+
 /* Bad words: vLLM matches the output only, HF prompt + output; one-id
    words always; no_repeat_ngram and decay are HF-only. */
 TEST(test_bad_words_scope) {
@@ -681,6 +728,7 @@ TEST(test_llamacpp_typical_draw_order) {
 
 int main(void) {
   RUN(test_masked_bad_values);
+  RUN(test_masked_bad_values_top_list);
   RUN(test_bad_words_scope);
   RUN(test_logprobs_any_n);
   RUN(test_bad_input_codes);
