@@ -3329,6 +3329,57 @@ static void test_gpu_bad_values_where_masked(void) {
   ms_cuda_destroy(cu);
 }
 
+/* Raw top lists of rows whose masks hide a NaN or +Inf, on a row long
+   enough that the CPU's top-N scan starts from a sampled threshold (too
+   high here: a sampled id far above the rest), against the CPU: the N
+   largest finite logits on both (the CPU's scan once kept the one value
+   above its guess; ms_k_lp was right). Both profiles' greedy and random
+   rows, over one block and several. */
+static void test_gpu_raw_top_masked_bad(void) {
+  enum { R = 8, V = 8192, N = 5 };
+  static float x[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * N], ctop[N];
+  int32_t banned[1] = { 1 }, allowed[4] = { 5, 2000, 4095, 8000 }, tok[R];
+  ms_params ps[R];
+  const ms_params *pp[R];
+  ms_cuda_out out[R];
+  int si, r, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  for (si = 0; si < 2; si++) {
+    ms_cuda *cu = NULL;
+    t_dev g;
+    if (!t_make(&cu, &g, R, V, si ? 2 : -1, MS_CUDA_TOPP_DEFAULT, N)) return;
+    t_fill(x, R * V, 1.0f);
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_default();
+      x[r * V + 8] = 10.0f;                                  /* sampled by the CPU's guess */
+      x[r * V + 1] = (r & 1) ? (float)NAN : INFINITY;
+      if (r & 1) { p.allowed_ids = allowed; p.n_allowed_ids = 4; }   /* a NaN: outside an allowed list */
+      else { p.banned_ids = banned; p.n_banned_ids = 1; }
+      p.profile = (r & 4) ? MS_PROFILE_HF : MS_PROFILE_VLLM;
+      p.temperature = (r & 2) ? 0.0f : 0.8f;
+      p.logprobs = N; p.seed = 11u + (uint64_t)r; p.has_seed = 1;
+      ps[r] = p; pp[r] = &ps[r];
+    }
+    t_batch_run(cu, &g, x, R, V, pp, N, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      if (t_row_differs(t_cpu, x + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * N, N, cprobs, ctop, &o,
+                        &crc, &e)) {
+        bad++;
+        printf("  split %d row %d: status %d / %d, token %d / %d, n_top %d / %d, top[1] %d / %d\n", si ? 2 : -1, r, out[r].status,
+               (int)crc, tok[r], o.token, out[r].n_top, o.n_top, top[r * N + 1].token, ctop[1].token);
+      }
+      CHECK_EQ_INT(out[r].n_top, N);
+    }
+    t_dev_free(cu, &g);
+    ms_cuda_destroy(cu);
+  }
+  CHECK_EQ_INT(bad, 0);
+}
+
 /* The disk cache on a GPU machine: a fresh directory misses, the next
    lookup hits, and an ms_cuda created from it works. */
 static void test_gpu_disk_cache_hit(void) {
@@ -3415,6 +3466,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_llamacpp_slots);
   RUN_GPU(test_gpu_llamacpp_room);
   RUN_GPU(test_gpu_bad_values_where_masked);
+  RUN_GPU(test_gpu_raw_top_masked_bad);
   RUN_GPU(test_gpu_budget_matches_cpu);
   RUN_GPU(test_gpu_hf_epsilon_eta);
   RUN_GPU(test_gpu_top_list_skips_neg_inf);
