@@ -253,7 +253,8 @@ MSDEF uint64_t ms_fresh_seed(uint64_t salt);
 typedef struct ms_seq ms_seq;
 
 /* Bytes needed for a sequence of at most `capacity` tokens (prompt plus
-   output); 0 if capacity < 1 or too large. Thread safety: pure. */
+   output); 0 if capacity < 1 or too large (over 2^28, or a size that does
+   not fit in a size_t). Thread safety: pure. */
 MSDEF size_t ms_seq_size(int32_t capacity);
 /* Lays a sequence out in `mem` (8-byte aligned, `bytes` >= ms_seq_size)
    and returns it through *out. The sequence is empty until ms_seq_reset.
@@ -353,13 +354,15 @@ typedef struct ms_sampler_desc {
                                         A longer window fails the row with MS_ERR_CAPACITY */
 } ms_sampler_desc;
 
-/* Bytes of memory a sampler for desc needs (0 for an invalid desc).
+/* Bytes of memory a sampler for desc needs (0 for an invalid desc, and
+   for one whose size does not fit in a size_t: 32-bit targets).
    Thread safety: pure. */
 MSDEF size_t ms_sampler_size(const ms_sampler_desc *desc);
 /* Lays a sampler out in caller memory (64-byte alignment is best; any
    8-byte aligned block works). Returns MS_OK, MS_ERR_NULL_ARGUMENT,
-   MS_ERR_BAD_VOCAB, MS_ERR_WORKSPACE_TOO_SMALL, MS_ERR_UNSUPPORTED (pool
-   asked for without MYSAMPLE_THREADS) or MS_ERR_THREADS. */
+   MS_ERR_BAD_VOCAB, MS_ERR_INVALID_PARAM (a desc ms_sampler_size gives 0
+   for), MS_ERR_WORKSPACE_TOO_SMALL, MS_ERR_UNSUPPORTED (pool asked for
+   without MYSAMPLE_THREADS) or MS_ERR_THREADS. */
 MSDEF ms_result ms_sampler_init(ms_sampler **out, const ms_sampler_desc *desc, void *mem, size_t bytes);
 /* ms_sampler_size + MYSAMPLE_MALLOC + ms_sampler_init: same results, plus
    MS_ERR_OUT_OF_MEMORY. Thread safety: touches only the new sampler. */

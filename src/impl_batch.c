@@ -110,16 +110,21 @@ MS__PRIVATE int32_t ms__hist_cap(const ms_sampler_desc *d) {
 
 MSDEF size_t ms_sampler_size(const ms_sampler_desc *d) {
   int32_t nw;
-  size_t s;
+  size_t s, ws;
   if (!d || d->max_vocab < 1 || d->max_vocab > (1 << 28) || d->n_workers < 0 || d->n_workers > MS__MAX_WORKERS ||
       d->max_history < 0 || d->max_history > (1 << 28)) return 0;
   nw = d->n_workers ? d->n_workers : 1;
+  /* 0 as well when the size does not fit in a size_t (32-bit targets):
+     a wrapped size would have had init lay the workspaces out past the block */
+  ws = ms__ws_size(d->max_vocab, ms__hist_cap(d));
+  if (!ws) return 0;
   s = ms__align_up(sizeof(ms_sampler), 64) + ms__align_up((size_t)nw * sizeof(ms__ws *), 64);
-  s += (size_t)nw * ms__align_up(ms__ws_size(d->max_vocab, ms__hist_cap(d)), 64);
+  s = ms__size_add(s, (size_t)nw, ws, 64);
 #if defined(MYSAMPLE_THREADS)
-  s += ms__align_up(sizeof(ms__pool), 64) + ms__align_up((size_t)nw * sizeof(ms__pool_arg), 64);
+  s = ms__size_add(s, 1, sizeof(ms__pool), 64);
+  s = ms__size_add(s, 1, (size_t)nw * sizeof(ms__pool_arg), 64);
 #endif
-  return s + 64; /* room to align the caller's block */
+  return ms__size_add(s, 1, 64, 64); /* room to align the caller's block */
 }
 
 MSDEF ms_result ms_sampler_init(ms_sampler **out, const ms_sampler_desc *d, void *mem, size_t bytes) {

@@ -81,3 +81,14 @@ MS__PRIVATE void ms__msg(char *msg, size_t size, const char *fmt, ...) {
 }
 
 MS__PRIVATE size_t ms__align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+/* acc + n * ms__align_up(bytes, a), or 0 once it does not fit in a size_t
+   (acc 0 stays 0): the size queries of huge vocabularies and capacities on
+   32-bit targets wrapped to small sizes, and init then laid its arrays out
+   past the block. */
+MS__PRIVATE size_t ms__size_add(size_t acc, size_t n, size_t bytes, size_t a) {
+  size_t max = (size_t)-1, b;
+  if (!acc || bytes > max - (a - 1)) return 0;
+  b = ms__align_up(bytes, a);
+  if (b && n > (max - acc) / b) return 0;
+  return acc + n * b;
+}

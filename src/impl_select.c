@@ -283,18 +283,18 @@ typedef struct ms__ws {
   int32_t *hz;              /* DRY: match lengths of the window (hist_cap) */
 } ms__ws;
 
+/* 0 when the size does not fit in a size_t (32-bit targets) */
 MS__PRIVATE size_t ms__ws_size(int32_t cap, int32_t hist) {
   size_t v = (size_t)cap, words = ((size_t)cap + 31) / 32, nb = (size_t)cap / MS__BLOCK + 1;
-  size_t s = 0;
-  s += ms__align_up(sizeof(ms__ws), 64);
-  s += 16 * ms__align_up(v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend, zi, zb, hrow */
-  s += 3 * ms__align_up(words * 4, 64);      /* enable, mask, touched_bits */
-  s += 2 * ms__align_up(v * 4, 64);          /* qs, qs2 */
-  s += ms__align_up(nb * 4, 64);
-  s += ms__align_up((nb + 1) * 8, 64);
-  s += ms__align_up(2 * MS__SAMPLE * 4, 64);
-  s += ms__align_up(MS__BLOCK * 4, 64);
-  s += ms__align_up((size_t)hist * 4, 64);
+  size_t s = ms__align_up(sizeof(ms__ws), 64);
+  s = ms__size_add(s, 16, v * 4, 64);         /* e, ovr, touched, cv, ci, tv, ti, xv, xi, ka, kb, ki, pend, zi, zb, hrow */
+  s = ms__size_add(s, 3, words * 4, 64);      /* enable, mask, touched_bits */
+  s = ms__size_add(s, 2, v * 4, 64);          /* qs, qs2 */
+  s = ms__size_add(s, 1, nb * 4, 64);
+  s = ms__size_add(s, 1, (nb + 1) * 8, 64);
+  s = ms__size_add(s, 1, 2 * MS__SAMPLE * 4, 64);
+  s = ms__size_add(s, 1, MS__BLOCK * 4, 64);
+  s = ms__size_add(s, 1, (size_t)hist * 4, 64);
   return s;
 }
 

@@ -38,11 +38,13 @@ MS__PRIVATE uint32_t ms__seq_slots(int32_t capacity) {
 }
 
 MSDEF size_t ms_seq_size(int32_t capacity) {
-  size_t slots;
+  size_t slots, s;
   if (capacity < 1 || capacity > (1 << 28)) return 0;
   slots = ms__seq_slots(capacity);
-  return ms__align_up(sizeof(ms_seq), 16) + 5 * ms__align_up((size_t)capacity * 4, 16) +
-         ms__align_up((size_t)capacity, 16) + 2 * ms__align_up(slots * 4, 16);
+  /* 0 too when it does not fit in a size_t (32-bit targets: 2^28 wrapped) */
+  s = ms__size_add(ms__align_up(sizeof(ms_seq), 16), 5, (size_t)capacity * 4, 16);
+  s = ms__size_add(s, 1, (size_t)capacity, 16);
+  return ms__size_add(s, 2, (size_t)slots * 4, 16);
 }
 
 MSDEF ms_result ms_seq_init(ms_seq **out, int32_t capacity, void *mem, size_t bytes) {

@@ -24,6 +24,7 @@
 #define MSV_SUB(a, b) _mm256_sub_ps(a, b)
 #define MSV_MUL(a, b) _mm256_mul_ps(a, b)
 #define MSV_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define MSV_RND(v) (v)
 #define MSV_MAX(a, b) _mm256_max_ps(a, b)
 #define MSV_ABS(a) _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)))
 #define MSV_MIN(a, b) _mm256_min_ps(a, b)

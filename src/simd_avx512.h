@@ -26,6 +26,7 @@
 #define MSV_SUB(a, b) _mm512_sub_ps(a, b)
 #define MSV_MUL(a, b) _mm512_mul_ps(a, b)
 #define MSV_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define MSV_RND(v) (v)
 #define MSV_MAX(a, b) _mm512_max_ps(a, b)
 #define MSV_ABS(a) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)))
 #define MSV_MIN(a, b) _mm512_min_ps(a, b)

@@ -51,10 +51,21 @@
 #define MS__LOG2E 1.44269504088896341f
 #define MS__LN2_HI 0.693359375f
 #define MS__LN2_LO (-2.12194440e-4f)
+/* v rounded to float. Where float expressions are evaluated wider
+   (FLT_EVAL_METHOD 1 or 2: 32-bit x86 with x87 math), adding and taking
+   off 1.5 * 2^23 leaves the fraction in place instead of rounding it off,
+   and exp came out wrong by up to a factor of 2 (a volatile store rounds;
+   elsewhere this is v itself, the same code as before). */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#  define MS__FLT(v) (v)
+#else
+MS__FORCEINLINE float ms__flt(float v) { volatile float t = v; return t; }
+#  define MS__FLT(v) ms__flt(v)
+#endif
 MS__FORCEINLINE float ms__expf_core(float x) { /* x in [MS__EXP_LO, MS__EXP_HI] */
   float n, r, p;
   union { uint32_t u; float f; } s;
-  n = (x * MS__LOG2E + 12582912.0f) - 12582912.0f; /* round to nearest */
+  n = MS__FLT(x * MS__LOG2E + 12582912.0f) - 12582912.0f; /* round to nearest */
   r = x - n * MS__LN2_HI;
   r = r - n * MS__LN2_LO;
   p = MS__EXP_P0;

@@ -18,6 +18,7 @@
 #define MSV_SUB(a, b) vsubq_f32(a, b)
 #define MSV_MUL(a, b) vmulq_f32(a, b)
 #define MSV_FMA(a, b, c) vfmaq_f32(c, a, b)
+#define MSV_RND(v) (v)
 #define MSV_MAX(a, b) vmaxq_f32(a, b)
 #define MSV_ABS(a) vabsq_f32(a)
 #define MSV_MIN(a, b) vminq_f32(a, b)

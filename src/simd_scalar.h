@@ -16,6 +16,7 @@ typedef int msv_m_scalar;
 #define MSV_SUB(a, b) ((a) - (b))
 #define MSV_MUL(a, b) ((a) * (b))
 #define MSV_FMA(a, b, c) ((a) * (b) + (c))
+#define MSV_RND(v) MS__FLT(v) /* rounded to float (x87: see MS__FLT) */
 #define MSV_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MSV_ABS(a) ((a) < 0.0f ? -(a) : (a))
 #define MSV_MIN(a, b) ((a) < (b) ? (a) : (b))

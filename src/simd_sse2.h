@@ -22,6 +22,7 @@
 #define MSV_SUB(a, b) _mm_sub_ps(a, b)
 #define MSV_MUL(a, b) _mm_mul_ps(a, b)
 #define MSV_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
+#define MSV_RND(v) (v)
 #define MSV_MAX(a, b) _mm_max_ps(a, b)
 #define MSV_ABS(a) _mm_and_ps(a, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff)))
 #define MSV_MIN(a, b) _mm_min_ps(a, b)

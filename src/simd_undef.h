@@ -11,6 +11,7 @@
 #undef MSV_SUB
 #undef MSV_MUL
 #undef MSV_FMA
+#undef MSV_RND
 #undef MSV_MAX
 #undef MSV_ABS
 #undef MSV_MIN
