@@ -270,7 +270,10 @@ MSDEF ms_result ms_seq_create(ms_seq **out, int32_t capacity);
 MSDEF void ms_seq_destroy(ms_seq *seq);
 /* Starts a new request: records the prompt (repetition penalty scope),
    clears the output, sets the position to 0 and the seed to params->seed
-   when params->has_seed, else to ms_fresh_seed(salt). `params` may be NULL
+   when params->has_seed, else to a fresh seed as ms_fresh_seed(salt)
+   makes, with the sequence's address mixed in (two sequences reset in one
+   clock tick differ for any salts; one sequence needs a new salt per
+   request, e.g. a request counter). `params` may be NULL
    (fresh seed). Ids must lie in [0, vocab). Returns MS_OK,
    MS_ERR_NULL_ARGUMENT, MS_ERR_TOKEN_OUT_OF_RANGE (a prompt id: the
    sequence is then empty; a reasoning-budget id: the request starts, with

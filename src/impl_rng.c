@@ -37,14 +37,21 @@ MSDEF double ms_uniform(uint64_t seed, uint64_t position, uint32_t purpose) {
   return ((double)(w[0] >> 5) * 67108864.0 + (double)(w[1] >> 6)) * (1.0 / 9007199254740992.0);
 }
 
-MSDEF uint64_t ms_fresh_seed(uint64_t salt) {
+/* ms_fresh_seed with `extra` (a sequence's address) in the counter beside
+   the stack address, the salt alone the key: two sequences reset in the
+   same clock tick get different seeds for the same salt (different
+   counters, one key: Philox is a bijection of the counter) and for
+   different salts (different keys). XOR-ing the address into the salt, as
+   ms_seq_reset did, made salt 0x10000 on one sequence and salt 0 on one
+   0x10000 bytes further the same key: the same seed. */
+MS__PRIVATE uint64_t ms__fresh_seed_at(uint64_t salt, uint64_t extra) {
   /* Entropy from the wall clock, the CPU clock and a stack address (ASLR),
      whitened by Philox with the caller's salt as the key. */
   uint32_t ctr[4], key[2], w[4];
   volatile int local = 0;
   uint64_t t = (uint64_t)time(NULL);
   uint64_t c = (uint64_t)clock();
-  uint64_t a = (uint64_t)(uintptr_t)&local;
+  uint64_t a = (uint64_t)(uintptr_t)&local ^ extra;
   ctr[0] = (uint32_t)t; ctr[1] = (uint32_t)(t >> 32) ^ (uint32_t)c;
   ctr[2] = (uint32_t)a; ctr[3] = (uint32_t)(a >> 32) ^ (uint32_t)(c >> 32);
   key[0] = (uint32_t)salt; key[1] = (uint32_t)(salt >> 32);
@@ -52,3 +59,5 @@ MSDEF uint64_t ms_fresh_seed(uint64_t salt) {
   (void)local;
   return ((uint64_t)w[0] << 32) | w[1];
 }
+
+MSDEF uint64_t ms_fresh_seed(uint64_t salt) { return ms__fresh_seed_at(salt, 0); }

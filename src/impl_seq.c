@@ -177,7 +177,7 @@ MSDEF ms_result ms_seq_reset(ms_seq *s, const int32_t *prompt, int32_t n_prompt,
   s->vocab = vocab;
   for (i = 0; i < n_prompt; i++) { s->tokens[i] = prompt[i]; ms__seq_note(s, prompt[i], 1); }
   s->n_prompt = n_prompt;
-  s->seed = (params && params->has_seed) ? params->seed : ms_fresh_seed(salt ^ (uint64_t)(uintptr_t)s);
+  s->seed = (params && params->has_seed) ? params->seed : ms__fresh_seed_at(salt, (uint64_t)(uintptr_t)s);
   if (params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
       params->budget_start && params->budget_end) {
     if (params->n_budget_start > MS_BUDGET_MAX_IDS || params->n_budget_end > MS_BUDGET_MAX_IDS) return MS_ERR_CAPACITY;

@@ -54,6 +54,31 @@ TEST(test_uniform_range_and_independence) {
   CHECK(ms_fresh_seed(1) != ms_fresh_seed(2));
 }
 
+/* Unseeded requests on two sequences reset with different salts in the
+   same clock tick get different seeds: the sequence's address once went
+   into the salt by XOR, so salt 0x10000 on one sequence and salt 0 on one
+   0x10000 bytes further gave the same key and seed (a third of the resets
+   here) */
+TEST(test_fresh_seeds_of_two_sequences) {
+  char *raw = (char *)malloc(0x40000), *base;
+  ms_seq *a = NULL, *b = NULL;
+  ms_params p = ms_params_default();
+  int i, same = 0;
+  base = (char *)(((uintptr_t)raw + 0x1ffff) & ~(uintptr_t)0x1ffff);
+  CHECK(ms_seq_init(&a, 16, base, 0x10000) == MS_OK);
+  CHECK(ms_seq_init(&b, 16, base + 0x10000, 0x10000) == MS_OK);
+  for (i = 0; i < 2000; i++) {
+    ms_seq_reset(a, NULL, 0, 10, &p, 0x10000);
+    ms_seq_reset(b, NULL, 0, 10, &p, 0);
+    same += ms_seq_seed(a) == ms_seq_seed(b);
+    ms_seq_reset(a, NULL, 0, 10, &p, 7);   /* one salt, two sequences */
+    ms_seq_reset(b, NULL, 0, 10, &p, 7);
+    same += ms_seq_seed(a) == ms_seq_seed(b);
+  }
+  CHECK_EQ_INT(same, 0);
+  free(raw);
+}
+
 TEST(test_result_strings_and_version) {
   CHECK(strcmp(ms_result_str(MS_OK), "ok") == 0);
   CHECK(strstr(ms_result_str(MS_ERR_NAN_LOGIT), "NaN") != NULL);
@@ -372,6 +397,7 @@ TEST(test_touched_ties_by_id) {
 int main(void) {
   RUN(test_philox_known_answers);
   RUN(test_uniform_range_and_independence);
+  RUN(test_fresh_seeds_of_two_sequences);
   RUN(test_result_strings_and_version);
   RUN(test_vllm_profile_matches_reference);
   RUN(test_hf_profile_matches_reference);
