@@ -429,7 +429,8 @@ MSDEF ms_result ms_probs(ms_sampler *sampler, const float *logits, int32_t vocab
    Rows are spread over the sampler's workers (parallel_for or the built-in
    pool); the results do not depend on that. Returns MS_OK when every row
    succeeded, else the first failing row's code (the others are still
-   sampled). Thread safety: one call at a time per sampler. */
+   sampled; every row runs once, a logits hook too). Thread safety: one
+   call at a time per sampler. */
 typedef struct ms_batch {
   int32_t n_rows;
   int32_t vocab;

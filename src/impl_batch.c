@@ -268,7 +268,15 @@ MSDEF ms_result ms_probs(ms_sampler *s, const float *logits, int32_t V, const ms
   return ms__row_run(s->ws[0], s->K, logits, V, p, seq, NULL, probs);
 }
 
-typedef struct ms__batch_ctx { ms_sampler *s; const ms_batch *b; } ms__batch_ctx;
+/* Each worker notes its first (lowest) failing row and that row's code
+   in its own slot: the call's code then needs no second run of the row
+   (which ran a logits hook twice) and no atomics. */
+typedef struct ms__batch_ctx {
+  ms_sampler *s;
+  const ms_batch *b;
+  int32_t bad_row[MS__MAX_WORKERS];
+  ms_result bad_rc[MS__MAX_WORKERS];
+} ms__batch_ctx;
 
 MS__PRIVATE void ms__batch_row(void *raw, int32_t r, int32_t worker) {
   ms__batch_ctx *c = (ms__batch_ctx *)raw;
@@ -280,19 +288,24 @@ MS__PRIVATE void ms__batch_row(void *raw, int32_t r, int32_t worker) {
   out->token = -1;
   rc = ms__row_check(c->s, x, b->vocab, b->params[r], seq);
   if (rc == MS_OK) rc = ms__row_run(c->s->ws[worker], c->s->K, x, b->vocab, b->params[r], seq, out, NULL);
-  if (rc != MS_OK) out->token = -1;
+  if (rc != MS_OK) {
+    out->token = -1;
+    if (r < c->bad_row[worker]) { c->bad_row[worker] = r; c->bad_rc[worker] = rc; }
+  }
   if (b->row_results) b->row_results[r] = rc;
 }
 
 MSDEF ms_result ms_sample_batch(ms_sampler *s, const ms_batch *b) {
   ms__batch_ctx ctx;
-  int32_t r;
+  int32_t r, wk, bad = INT32_MAX;
+  ms_result rc = MS_OK;
   if (!s || !b || !b->logits || !b->params || !b->out) return MS_ERR_NULL_ARGUMENT;
   if (b->n_rows < 0) return MS_ERR_INVALID_PARAM;
   if (b->vocab < 1 || b->vocab > s->max_vocab) return MS_ERR_BAD_VOCAB;
   if (b->row_stride < (size_t)b->vocab) return MS_ERR_INVALID_PARAM;
   for (r = 0; r < b->n_rows; r++) if (!b->params[r]) return MS_ERR_NULL_ARGUMENT;
   ctx.s = s; ctx.b = b;
+  for (wk = 0; wk < s->n_workers && wk < MS__MAX_WORKERS; wk++) { ctx.bad_row[wk] = INT32_MAX; ctx.bad_rc[wk] = MS_OK; }
   if (s->parallel_for && s->n_workers > 1 && b->n_rows > 1) {
     s->parallel_for(s->parallel_user, b->n_rows, ms__batch_row, &ctx);
   }
@@ -313,23 +326,9 @@ MSDEF ms_result ms_sample_batch(ms_sampler *s, const ms_batch *b) {
   else {
     for (r = 0; r < b->n_rows; r++) ms__batch_row(&ctx, r, 0);
   }
-  /* the first failing row's code, after every row ran */
-  if (b->row_results) {
-    for (r = 0; r < b->n_rows; r++) if (b->row_results[r] != MS_OK) return b->row_results[r];
-  } else {
-    /* no per-row results: find the first failed row and redo it alone for
-       its code (only on the error path; the outcome is deterministic) */
-    for (r = 0; r < b->n_rows; r++) {
-      if (b->out[r].token < 0) {
-        ms_output tmp = b->out[r];
-        const ms_seq *seq = b->seqs ? b->seqs[r] : NULL;
-        const float *x = b->logits + (size_t)r * b->row_stride;
-        ms_result rc = ms__row_check(s, x, b->vocab, b->params[r], seq);
-        tmp.top = NULL; tmp.top_capacity = 0;
-        if (rc == MS_OK) rc = ms__row_run(s->ws[0], s->K, x, b->vocab, b->params[r], seq, &tmp, NULL);
-        return rc != MS_OK ? rc : MS_ERR_STATE;
-      }
-    }
-  }
-  return MS_OK;
+  /* the first failing row's code, after every row ran (the workers' own
+     notes: the calls are done, so their writes are seen) */
+  for (wk = 0; wk < s->n_workers && wk < MS__MAX_WORKERS; wk++)
+    if (ctx.bad_row[wk] < bad) { bad = ctx.bad_row[wk]; rc = ctx.bad_rc[wk]; }
+  return rc;
 }

@@ -71,6 +71,28 @@ TEST(test_hook_stages) {
   /* the hook's error fails the row; NaN written by it is caught */
   hook_init(&h); h.ret = MS_ERR_CALLBACK;
   { ms_output o; memset(&o, 0, sizeof o); CHECK(ms_sample(g_s, g_x, V, &p, NULL, &o) == MS_ERR_CALLBACK && o.token == -1); }
+  {
+    /* in a batch without row_results: the call returns the first failing
+       row's code, each row's hook having run once (the failing row was
+       once run a second time for its code) */
+    hook_ctx h2;
+    ms_params q = p;
+    const ms_params *pp[3];
+    ms_output o[3];
+    float rows[3 * V];
+    ms_batch bt;
+    for (i = 0; i < 3 * V; i++) rows[i] = g_x[i % V];
+    hook_init(&h); hook_init(&h2); h2.ret = MS_ERR_CALLBACK;
+    q.hook_user = &h2;
+    pp[0] = &p; pp[1] = &q; pp[2] = &p;
+    memset(o, 0, sizeof o);
+    memset(&bt, 0, sizeof bt);
+    bt.n_rows = 3; bt.vocab = V; bt.logits = rows; bt.row_stride = V; bt.params = pp; bt.out = o;
+    CHECK_EQ_INT(ms_sample_batch(g_s, &bt), MS_ERR_CALLBACK);
+    CHECK_EQ_INT(h.calls, 2);
+    CHECK_EQ_INT(h2.calls, 1);
+    CHECK(o[0].token >= 0 && o[1].token == -1 && o[2].token >= 0);
+  }
   hook_init(&h); h.write_nan = 1;
   CHECK(ms_probs(g_s, g_x, V, &p, NULL, g_probs) == MS_ERR_NAN_LOGIT);
   /* greedy rows and the other profiles run it too */
