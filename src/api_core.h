@@ -275,9 +275,11 @@ MSDEF void ms_seq_destroy(ms_seq *seq);
    clock tick differ for any salts; one sequence needs a new salt per
    request, e.g. a request counter). `params` may be NULL
    (fresh seed). Ids must lie in [0, vocab). Returns MS_OK,
-   MS_ERR_NULL_ARGUMENT, MS_ERR_TOKEN_OUT_OF_RANGE (a prompt id: the
-   sequence is then empty; a reasoning-budget id: the request starts, with
-   its prompt, without a budget) or MS_ERR_CAPACITY (the prompt: empty; a
+   MS_ERR_NULL_ARGUMENT, MS_ERR_BAD_VOCAB, MS_ERR_TOKEN_OUT_OF_RANGE (a
+   prompt id: the sequence is then empty, with the new seed, and
+   ms_seq_accept refuses every token until a reset succeeds; a
+   reasoning-budget id: the request starts, with its prompt, without a
+   budget) or MS_ERR_CAPACITY (the prompt: empty, as for a prompt id; a
    budget sequence over MS_BUDGET_MAX_IDS: no budget, as before).
    Thread safety: one thread per sequence. */
 MSDEF ms_result ms_seq_reset(ms_seq *seq, const int32_t *prompt, int32_t n_prompt,

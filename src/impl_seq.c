@@ -170,6 +170,11 @@ MSDEF ms_result ms_seq_reset(ms_seq *s, const int32_t *prompt, int32_t n_prompt,
   int32_t i;
   if (!s || (n_prompt > 0 && !prompt)) return MS_ERR_NULL_ARGUMENT;
   ms__seq_clear(s);
+  /* the new request's seed even when its prompt is refused, and no
+     vocabulary until one is taken: a caller that goes on after the error
+     neither draws the previous request's numbers again nor appends to it */
+  s->seed = (params && params->has_seed) ? params->seed : ms__fresh_seed_at(salt, (uint64_t)(uintptr_t)s);
+  s->vocab = 0;
   if (vocab < 1) return MS_ERR_BAD_VOCAB;
   if (n_prompt < 0 || n_prompt > s->capacity) return MS_ERR_CAPACITY;
   for (i = 0; i < n_prompt; i++)
@@ -177,7 +182,6 @@ MSDEF ms_result ms_seq_reset(ms_seq *s, const int32_t *prompt, int32_t n_prompt,
   s->vocab = vocab;
   for (i = 0; i < n_prompt; i++) { s->tokens[i] = prompt[i]; ms__seq_note(s, prompt[i], 1); }
   s->n_prompt = n_prompt;
-  s->seed = (params && params->has_seed) ? params->seed : ms__fresh_seed_at(salt, (uint64_t)(uintptr_t)s);
   if (params && params->budget_tokens >= 0 && params->n_budget_start > 0 && params->n_budget_end > 0 &&
       params->budget_start && params->budget_end) {
     if (params->n_budget_start > MS_BUDGET_MAX_IDS || params->n_budget_end > MS_BUDGET_MAX_IDS) return MS_ERR_CAPACITY;

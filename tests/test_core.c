@@ -79,6 +79,30 @@ TEST(test_fresh_seeds_of_two_sequences) {
   free(raw);
 }
 
+/* A refused reset leaves an empty sequence with the new request's seed
+   that takes no token until a reset succeeds (it kept the previous
+   request's seed and vocabulary: a caller going on drew its numbers again
+   and appended to it). */
+TEST(test_refused_reset_leaves_nothing_of_the_last_request) {
+  ms_seq *s = NULL;
+  ms_params p = ms_params_default(), q = ms_params_default();
+  const int32_t good[2] = { 1, 2 }, bad[2] = { 1, 99 };
+  CHECK(ms_seq_create(&s, 8) == MS_OK);
+  p.seed = 11; p.has_seed = 1;
+  q.seed = 22; q.has_seed = 1;
+  CHECK_EQ_INT(ms_seq_reset(s, good, 2, 10, &p, 0), MS_OK);
+  CHECK_EQ_INT(ms_seq_accept(s, 3), MS_OK);
+  CHECK_EQ_INT(ms_seq_reset(s, bad, 2, 10, &q, 0), MS_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK(ms_seq_seed(s) == 22);
+  CHECK_EQ_INT(ms_seq_position(s), 0);
+  CHECK_EQ_INT(ms_seq_accept(s, 3), MS_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK_EQ_INT(ms_seq_reset(s, good, 2, 0, &q, 0), MS_ERR_BAD_VOCAB);
+  CHECK_EQ_INT(ms_seq_accept(s, 3), MS_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK_EQ_INT(ms_seq_reset(s, good, 2, 10, &q, 0), MS_OK);
+  CHECK_EQ_INT(ms_seq_accept(s, 3), MS_OK);
+  ms_seq_destroy(s);
+}
+
 TEST(test_result_strings_and_version) {
   CHECK(strcmp(ms_result_str(MS_OK), "ok") == 0);
   CHECK(strstr(ms_result_str(MS_ERR_NAN_LOGIT), "NaN") != NULL);
@@ -398,6 +422,7 @@ int main(void) {
   RUN(test_philox_known_answers);
   RUN(test_uniform_range_and_independence);
   RUN(test_fresh_seeds_of_two_sequences);
+  RUN(test_refused_reset_leaves_nothing_of_the_last_request);
   RUN(test_result_strings_and_version);
   RUN(test_vllm_profile_matches_reference);
   RUN(test_hf_profile_matches_reference);
