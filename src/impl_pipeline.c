@@ -1101,6 +1101,8 @@ typedef struct ms__kept {
   int materialized;  /* full row: ws->e holds the weights */
   int blocks_ready;  /* full row: ws->blocks holds the kept block sums */
   int typ_aid;       /* full row: ws->bcum and ws->aid locate the draw's block */
+  int32_t zero_k;    /* full row: top-k's k when its k-th weight underflowed to 0 and
+                        no other filter ran: kept tokens of weight 0 (finite logprobs) */
 } ms__kept;
 
 /* Applies the profile's filters to a sorted candidate list with weights
@@ -1410,6 +1412,11 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
             if (R->r->topk_exact && cnt > (double)kk) { tie_k = tk; }
             else if (cnt > (double)kk && tk >= t && ms__topk_weight_ties(R, tk, kk)) kept_known = 0;
             if (tk > t) { t = tk; kept_known = 0; }
+            /* fewer than k weights above 0 (a low temperature): the k-th
+               weight is 0, and the kept tokens past the last weighted one
+               weigh 0 but are kept; any other filter drops weight 0
+               (top-p, min-p, typical, epsilon and eta cut by probability) */
+            if (cnt < (double)kk && p->top_p >= 1.0f && !(p->min_p > 0.0f) && !typical && !hf_extra) k->zero_k = kk;
           }
           break;
         case MS__F_TYPICAL:
@@ -1845,6 +1852,19 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
     ms__scan_all(R->K, w->e, R->V, NULL, &t);
     nt = ms__topk_finish(&t, w->tv, w->ti, w->ka, w->kb, w->ki);
     for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((ms__eff(R, w->ti[i]) - k->m) * k->s) - logk);
+    if (k->zero_k > 0 && nt < n_top) {
+      /* fewer weighted tokens than N, and top-k keeps tokens of weight 0
+         (their exp underflowed): vLLM's processed logprobs are the
+         log_softmax of the processed logits, finite for them, and they
+         are the next largest logits: the list is the top N by logit
+         (at most k of them) */
+      ms__topk tl;
+      ms__topk_init(&tl, n_top < k->zero_k ? n_top : k->zero_k, w->xv, w->xi, w->qs, w->qs2, w->cap, 0);
+      if (ms__scan_row(R, &tl) == MS_OK) {
+        nt = ms__topk_finish(&tl, w->tv, w->ti, w->ka, w->kb, w->ki);
+        for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((w->tv[i] - k->m) * k->s) - logk);
+      }
+    }
     if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, nt); else out->n_top = 0;
     out->rank = R->K->count_gt(w->e, R->V, NULL, ms__below(etok));
   }

@@ -726,11 +726,47 @@ TEST(test_llamacpp_typical_draw_order) {
   ms_sampler_destroy(s);
 }
 
+/* Processed logprobs at a low temperature, where exp((l - M) / T) of all
+   but the top token underflows to 0: the tokens top-k keeps still have
+   finite logprobs (vLLM's processed_logprobs are the log_softmax of the
+   processed logits, HF's the processed scores), so the top list is the N
+   largest logits with (l - M) / T - log Z, on the heap path (k <= 1024)
+   and on the full row (k above 1024) alike. */
+TEST(test_processed_top_list_underflowed_weights) {
+  enum { V = 4096, N = 5 };
+  static float x[V];
+  int32_t i, kk, profile, want[N];
+  ms_sampler *s = sampler(V, 1);
+  for (i = 0; i < V; i++) {
+    int32_t r = (int32_t)(((int64_t)i * 7919) % V); /* a permutation: rank r has logit -3r */
+    x[i] = -3.0f * (float)r;
+    if (r < N) want[r] = i;
+  }
+  for (profile = 0; profile < 3; profile++)
+    for (kk = 0; kk < 2; kk++) {
+      ms_params p = ms_params_default();
+      ms_output out; ms_logprob top[N];
+      p.profile = (ms_profile)profile;
+      p.temperature = 0.01f; p.top_k = kk ? 2000 : 500;
+      p.logprobs = N; p.logprobs_mode = MS_LOGPROBS_PROCESSED; p.seed = 5; p.has_seed = 1;
+      memset(&out, 0, sizeof out); out.top = top; out.top_capacity = N;
+      CHECK(ms_sample(s, x, V, &p, NULL, &out) == MS_OK);
+      CHECK(out.token == want[0] && out.rank == 1 && fabs(out.logprob) < 1e-6);
+      CHECK_MSG(out.n_top == N, "%s top_k %d: %d listed", ms_profile_name(p.profile), (int)p.top_k, (int)out.n_top);
+      for (i = 0; i < out.n_top; i++)
+        CHECK_MSG(top[i].token == want[i] && fabs(top[i].logprob + 300.0 * i) < 1e-3 * (1 + i),
+                  "%s top_k %d: top[%d] = %d %g", ms_profile_name(p.profile), (int)p.top_k, (int)i, (int)top[i].token,
+                  (double)top[i].logprob);
+    }
+  ms_sampler_destroy(s);
+}
+
 int main(void) {
   RUN(test_masked_bad_values);
   RUN(test_masked_bad_values_top_list);
   RUN(test_bad_words_scope);
   RUN(test_logprobs_any_n);
+  RUN(test_processed_top_list_underflowed_weights);
   RUN(test_bad_input_codes);
   RUN(test_workspace_and_init_errors);
   RUN(test_validation_messages);
