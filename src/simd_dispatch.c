@@ -27,6 +27,18 @@
 #else
 #  define MS__HAVE_X86_SIMD 0
 #endif
+/* g++ (C++ only) reports the intrinsic headers' deliberately undefined
+   vectors (`__m512 __Y = __Y;` in _mm512_undefined_ps, ...) as used
+   uninitialised wherever a kernel inlines them (GCC bug 105593, g++ 12):
+   hundreds of false warnings at -O1 and above, errors under -Wall -Werror.
+   The x86 SIMD layers switch those two warnings off for their kernels
+   (push in simd_sse2/avx2/avx512.h, pop in simd_undef.h); C builds, and so
+   the test suite, keep them. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#  define MS__INTRIN_DIAG 1
+#else
+#  define MS__INTRIN_DIAG 0
+#endif
 #if !defined(MYSAMPLE_NO_SIMD) && MS__ARM64 && defined(__ARM_NEON)
 #  define MS__HAVE_NEON 1
 #  include <arm_neon.h>
