@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
+#include <string.h>
 
 #define ROWS 8
 #define VOCAB 32000
@@ -27,7 +28,7 @@ int main(void) {
   const ms_params *pp[ROWS];
   int32_t gpu_tokens[ROWS];
   ms_sampler *cpu = NULL;
-  ms_sampler_desc sd = {0};
+  ms_sampler_desc sd;
   ms_cuda *cu = NULL;
   ms_cuda_desc cd;
   char msg[4096];
@@ -45,6 +46,7 @@ int main(void) {
     params[r].min_p = r % 4 == 3 ? 0.05f : 0.0f;
     pp[r] = &params[r];
   }
+  memset(&sd, 0, sizeof sd);   /* not = {0}: C++ warns about it under -Wextra */
   sd.max_vocab = VOCAB;
   if (ms_sampler_create(&cpu, &sd) != MS_OK) { fprintf(stderr, "cpu sampler: failed\n"); return 1; }
 

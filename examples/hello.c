@@ -5,17 +5,21 @@
 #define MYSAMPLE_IMPLEMENTATION
 #include "mysample.h"
 #include <stdio.h>
+#include <string.h>
 
 int main(void) {
   static const char *vocab[8] = { "the", "a", "cat", "dog", "sat", "ran", ".", "!" };
   const float logits[8] = { 2.0f, 1.5f, 0.5f, 0.4f, -1.0f, -1.2f, 0.0f, -3.0f };
-  ms_sampler_desc desc = { 0 };
+  ms_sampler_desc desc;
   ms_sampler *sampler;
   ms_params params = ms_params_default();   /* OpenAI defaults: temperature 1, top_p 1 */
-  ms_output out = { 0 };
+  ms_output out;
   ms_result res;
   char msg[256];
 
+  /* memset rather than = { 0 }: C++ compilers warn about { 0 } under -Wextra */
+  memset(&desc, 0, sizeof desc);
+  memset(&out, 0, sizeof out);
   desc.max_vocab = 8;
   res = ms_sampler_create(&sampler, &desc);
   if (res != MS_OK) { fprintf(stderr, "ms_sampler_create: %s\n", ms_result_str(res)); return 1; }

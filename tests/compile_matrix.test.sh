@@ -3,7 +3,8 @@
 # as C++11 and C++17 (g++, clang++) with -Wall -Wextra -Wpedantic -Werror
 # (gcc's also at -O1, -O3 and -Os; C++17 at -O2),
 # in two translation units with MYSAMPLE_STATIC, and with each config
-# macro switched on. Prints PASS/FAIL/SKIP lines.
+# macro switched on; examples/hello.c and cuda_sample.c as C++. Prints
+# PASS/FAIL/SKIP lines.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -85,6 +86,10 @@ for cxx in g++ clang++; do
     run "compile $cxx -std=$std${opt:+ $opt}" $cxx -x c++ -std=$std $opt $W -I. -o "$tmp/a" "$tmp/impl.c" -x c++ "$tmp/user.c" -lpthread
   done
   run "compile $cxx MYSAMPLE_STATIC in two units" $cxx -x c++ -std=c++11 $W -I. -o "$tmp/s" "$tmp/s1.c" "$tmp/s2.c"
+  # the examples a user copies (not server.c, which is C99 + POSIX) as C++
+  # too: C++'s -Wextra warns about the C idiom `= {0}`
+  run "compile $cxx examples/hello.c, cuda_sample.c as C++" sh -c "$cxx -x c++ $W -I. -o $tmp/hello examples/hello.c -lm && $tmp/hello > /dev/null &&
+    $cxx -x c++ $W -I. -fsyntax-only examples/cuda_sample.c"
 done
 # the Windows branches (threads, timers) where a MinGW cross compiler is installed
 if command -v x86_64-w64-mingw32-gcc >/dev/null; then
