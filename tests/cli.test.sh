@@ -102,6 +102,16 @@ bad penalty_last_n_range "penalty_last_n" $bin probs --logits $tmp/l.bin --vocab
 bad budget_sequences "start and end sequences" $bin sample --logits $tmp/l.bin --vocab 10 --budget 2
 bad budget_vocab "out-of-vocab" $bin sample --logits $tmp/l.bin --vocab 10 --budget 2 --budget-start 1 --budget-end 12
 bad accept_probs "unknown flag" $bin probs --logits $tmp/l.bin --vocab 10 --accept
+# bench: a name that matches no row, or a number that is not one, is an
+# error (atoi took "5x" as 5; an unknown --config printed nothing, exit 0)
+bad bench_config "bad --config 'typo'" $bin bench --config typo
+bad bench_config_profile "bad --config 'hf+mirostat_2'" $bin bench --config hf+mirostat_2
+bad bench_vocab "bad --vocab '5x'" $bin bench --vocab 5x --config greedy
+bad bench_reps "bad --reps 'abc'" $bin bench --reps abc --config greedy
+bad bench_sigma "bad --sigma 'abc'" $bin bench --sigma abc --config greedy
+bad bench_missing "--vocab needs a value" $bin bench --config greedy --vocab
+b1=$($bin bench --vocab 64 --sigma 1 --reps 3 --no-naive --config greedy --json 2>&1)
+check bench_config_greedy '[ "$(echo "$b1" | python3 -c "import json,sys; print(\",\".join(json.loads(l)[\"config\"] for l in sys.stdin))")" = "greedy" ]'
 # the profile's own defaults, wherever --profile stands
 x1=$($bin probs --logits $tmp/l.bin --vocab 10 --profile llamacpp --top-k 3 2>&1)
 x2=$($bin probs --logits $tmp/l.bin --vocab 10 --top-k 3 --profile llamacpp 2>&1)

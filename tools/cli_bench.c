@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
+#include <errno.h>
 
 static double now_us(void) {
   struct timespec ts;
@@ -181,6 +182,39 @@ static void usage(FILE *f) {
     "  --config catalogue runs them alone; --config BASE one base and its samplers.\n");
 }
 
+/* A whole decimal integer in [lo, hi] (atoi took "5x" as 5 and "abc" as 0). */
+static int bench_int(const char *s, long lo, long hi, int *out) {
+  char *end; long v;
+  errno = 0; v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return 0;
+  *out = (int)v; return 1;
+}
+
+/* Whether --config names a row this command prints: a config, batch64 or
+   one of its rows, catalogue, a catalogue base or BASE+SAMPLER where the
+   base's profile has the sampler (an unknown name printed nothing and
+   exited 0). */
+static int bench_config_known(const char *name) {
+  int ci, w;
+  char buf[96];
+  if (!strcmp(name, "batch64") || !strcmp(name, "catalogue")) return 1;
+  for (ci = 0; ci < N_CONFIGS; ci++) {
+    if (!strcmp(name, CONFIGS[ci].name)) return 1;
+    snprintf(buf, sizeof buf, "batch64_%s", CONFIGS[ci].name);
+    if (!strcmp(name, buf) && (!strcmp(CONFIGS[ci].name, "combo") || !strcmp(CONFIGS[ci].name, "top_p_0.9") ||
+                               !strcmp(CONFIGS[ci].name, "temperature_0.8"))) return 1;
+  }
+  for (ci = 0; ci < N_CAT_BASES; ci++) {
+    if (!strcmp(name, CAT_BASES[ci].name)) return 1;
+    for (w = 0; w < N_CAT_SAMPLERS; w++) {
+      ms_params p = ms_params_profile_default(CAT_BASES[ci].profile);
+      snprintf(buf, sizeof buf, "%s+%s", CAT_BASES[ci].name, CAT_SAMPLERS[w]);
+      if (!strcmp(name, buf) && cat_apply(&p, w)) return 1;
+    }
+  }
+  return 0;
+}
+
 int ms_cli_bench(int argc, char **argv) {
   int32_t vocabs[4] = {32000, 128256, 151936, 262144}, n_vocabs = 4, vi;
   float sigmas[2] = {1.0f, 3.0f};
@@ -195,19 +229,35 @@ int ms_cli_bench(int argc, char **argv) {
       if (strcmp(argv[i + 1], "cpu")) { fprintf(stderr, "mysample bench: bad --device '%s' (cpu or cuda)\n", argv[i + 1]); return 2; }
     }
   for (i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--vocab") && i + 1 < argc) { vocabs[0] = atoi(argv[++i]); n_vocabs = 1; }
-    else if (!strcmp(argv[i], "--sigma") && i + 1 < argc) { sigmas[0] = (float)atof(argv[++i]); n_sigmas = 1; }
-    else if (!strcmp(argv[i], "--config") && i + 1 < argc) only = argv[++i];
-    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--no-naive")) naive_on = 0;
-    else if (!strcmp(argv[i], "--json")) json = 1;
-    else if (!strcmp(argv[i], "--device") && i + 1 < argc) i++;   /* cpu */
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-    else { fprintf(stderr, "mysample bench: unknown flag '%s'\n", argv[i]); usage(stderr); return 2; }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int n;
+    if (!strcmp(a, "--no-naive")) naive_on = 0;
+    else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+    else if (strcmp(a, "--vocab") && strcmp(a, "--sigma") && strcmp(a, "--config") && strcmp(a, "--threads") &&
+             strcmp(a, "--reps") && strcmp(a, "--device")) {
+      fprintf(stderr, "mysample bench: unknown flag '%s'\n", a); usage(stderr); return 2;
+    }
+    else if (!v) { fprintf(stderr, "mysample bench: %s needs a value\n", a); return 2; }
+    else {
+      i++;
+      /* V * 64 floats of logits are indexed with an int: V <= 2^24 */
+      if (!strcmp(a, "--vocab")) { if (!bench_int(v, 2, 1L << 24, &n)) goto bad; vocabs[0] = n; n_vocabs = 1; }
+      else if (!strcmp(a, "--threads")) { if (!bench_int(v, 1, 64, &threads)) goto bad; }
+      else if (!strcmp(a, "--reps")) { if (!bench_int(v, 3, 100000, &reps)) goto bad; }
+      else if (!strcmp(a, "--sigma")) {
+        char *end; double x = strtod(v, &end);
+        if (end == v || *end || !(x > 0.0) || !(x <= 1e30)) goto bad;
+        sigmas[0] = (float)x; n_sigmas = 1;
+      }
+      else if (!strcmp(a, "--config")) { if (!bench_config_known(v)) goto bad; only = v; }
+      /* --device cpu: the loop above took cuda */
+      continue;
+    bad:
+      fprintf(stderr, "mysample bench: bad %s '%s' (see --help)\n", a, v);
+      return 2;
+    }
   }
-  if (reps < 3 || threads < 1 || threads > 64) { fprintf(stderr, "mysample bench: bad --reps or --threads\n"); return 2; }
-  for (vi = 0; vi < n_vocabs; vi++) if (vocabs[vi] < 2) { fprintf(stderr, "mysample bench: --vocab must be >= 2\n"); return 2; }
   for (vi = 0; vi < n_vocabs; vi++) {
     int32_t V = vocabs[vi];
     float *x = (float *)malloc(sizeof(float) * (size_t)V * 64);
