@@ -71,6 +71,8 @@ bad bad_number "invalid value for --top-k" $bin probs --logits $tmp/l.bin --voca
 bad missing_logits "--logits is required" $bin probs --vocab 10
 bad file_size "not a whole number" $bin probs --logits $tmp/bad.bin --vocab 10
 bad no_file "cannot open" $bin probs --logits $tmp/none.bin --vocab 10
+bad logits_dir "cannot read $tmp: Is a directory" $bin probs --logits $tmp --vocab 10
+bad logits_pipe "needs a regular file" sh -c "cat $tmp/l.bin | $bin probs --logits /dev/stdin --vocab 10"
 bad bias_range "logit_bias contain out-of-vocab" $bin probs --logits $tmp/l.bin --vocab 10 --logit-bias 12=1
 bad ids_syntax "invalid value for --banned-ids" $bin probs --logits $tmp/l.bin --vocab 10 --banned-ids 1,,2
 bad profile "invalid value for --profile" $bin probs --logits $tmp/l.bin --vocab 10 --profile nope

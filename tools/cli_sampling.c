@@ -357,7 +357,14 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
   }
   f = fopen(o.logits_path, "rb");
   if (!f) { fprintf(stderr, "mysample %s: cannot open %s: %s\n", cmd, o.logits_path, strerror(errno)); return 2; }
-  fseek(f, 0, SEEK_END); size = ftell(f); fseek(f, 0, SEEK_SET);
+  /* a pipe has no size and a directory opens (its size read as LONG_MAX):
+     say so, rather than report -1 or 9223372036854775807 bytes */
+  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fprintf(stderr, "mysample %s: cannot take the size of %s (%s): --logits needs a regular file\n", cmd, o.logits_path, strerror(errno));
+    fclose(f); return 2;
+  }
+  if (getc(f) == EOF && ferror(f)) { fprintf(stderr, "mysample %s: cannot read %s: %s\n", cmd, o.logits_path, strerror(errno)); fclose(f); return 2; }
+  fseek(f, 0, SEEK_SET);
   if (size <= 0 || size % ((long)o.vocab * 4) != 0) { fprintf(stderr, "mysample %s: %s holds %ld bytes, not a whole number of %d-float rows\n", cmd, o.logits_path, size, (int)o.vocab); fclose(f); return 2; }
   if (!o.rows) o.rows = (int32_t)(size / ((long)o.vocab * 4));
   if ((long)o.rows * o.vocab * 4 > size) { fprintf(stderr, "mysample %s: --rows %d needs %ld bytes, the file has %ld\n", cmd, (int)o.rows, (long)o.rows * o.vocab * 4, size); fclose(f); return 2; }
