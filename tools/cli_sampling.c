@@ -88,7 +88,7 @@ static void usage(const char *cmd, FILE *f) {
     "  --budget N                   reasoning budget: after N tokens inside start..end, force the end sequence (-1 = off)\n"
     "  --budget-start a,b,...       the budget's start sequence (e.g. the ids of <think>)\n"
     "  --budget-end a,b,...         the budget's end sequence (e.g. the ids of </think>)\n"
-    "  --seed S                     the draw seed (default: a fresh one, printed)\n"
+    "  --seed S                     the draw seed (default: a fresh one, which sample prints)\n"
     "  --position P                 output position of the first draw (default: number of output ids)\n"
     "  --draws N                    (sample) draws per row (default 1)\n"
     "  --accept                     (sample) accept each draw into the sequence before the next, as a\n"
