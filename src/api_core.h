@@ -377,8 +377,9 @@ MSDEF ms_result ms_sampler_create(ms_sampler **out, const ms_sampler_desc *desc)
    on the sampler. */
 MSDEF void ms_sampler_destroy(ms_sampler *sampler);
 /* Which SIMD path the kernels run on: "avx512", "avx2", "sse2", "neon" or
-   "scalar" (chosen once at init from CPUID; MYSAMPLE_SIMD in the
-   environment caps it). "none" for NULL. Thread safety: pure. */
+   "scalar" (chosen once at init from CPUID; MYSAMPLE_SIMD = scalar, sse2,
+   avx2, avx512 or neon in the environment caps it, other values are
+   ignored). "none" for NULL. Thread safety: pure. */
 MSDEF const char *ms_sampler_simd(const ms_sampler *sampler);
 
 /* The benchmark floors, with the widest kernels of this CPU: one max pass

@@ -25,6 +25,18 @@ static ms_sampler *make_sampler(const char *simd, int32_t max_vocab) {
   return s;
 }
 
+/* MYSAMPLE_SIMD caps the path; a value that names none is ignored (a
+   typo once meant the scalar kernels, 8-16x slower). */
+TEST(test_simd_env_unknown_value_ignored) {
+  ms_sampler *a = make_sampler(NULL, 64), *b = make_sampler("avx-2", 64), *c = make_sampler("scalar", 64);
+  CHECK(a && b && c);
+  if (a && b && c) {
+    CHECK_EQ_STR(ms_sampler_simd(b), ms_sampler_simd(a));
+    CHECK_EQ_STR(ms_sampler_simd(c), "scalar");
+  }
+  ms_sampler_destroy(a); ms_sampler_destroy(b); ms_sampler_destroy(c);
+}
+
 TEST(test_philox_known_answers) {
   /* Random123's published known-answer vectors for philox4x32-10 */
   uint32_t c0[4] = {0, 0, 0, 0}, k0[2] = {0, 0}, o[4];
@@ -421,6 +433,7 @@ TEST(test_touched_ties_by_id) {
 int main(void) {
   RUN(test_philox_known_answers);
   RUN(test_uniform_range_and_independence);
+  RUN(test_simd_env_unknown_value_ignored);
   RUN(test_fresh_seeds_of_two_sequences);
   RUN(test_refused_reset_leaves_nothing_of_the_last_request);
   RUN(test_result_strings_and_version);
