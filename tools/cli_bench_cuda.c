@@ -252,7 +252,8 @@ int ms_cli_bench_cuda(int argc, char **argv) {
   for (i = 0; i < n_vocabs; i++) if (vocabs[i] > maxV) maxV = vocabs[i];
   if (cache_dir && (!strcmp(cache_dir, "off") || !*cache_dir)) { cache_dir = ""; cache_off = 1; }
   env = getenv("MYSAMPLE_CUDA_CACHE");
-  if (!cache_dir && env && (!strcmp(env, "off") || !strcmp(env, "0"))) cache_off = 1;
+  /* the library's rule (ms__cu_cache_dir): off, OFF and 0 disable it */
+  if (!cache_dir && env && (!strcmp(env, "off") || !strcmp(env, "OFF") || !strcmp(env, "0"))) cache_off = 1;
 
   /* the driver as the library loads it, then the same library here */
   if ((res = ms_cuda_load_driver(NULL, msg, sizeof msg)) != MS_OK) {
