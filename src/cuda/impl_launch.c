@@ -513,9 +513,6 @@ static void ms__cuda_sort_bias(int32_t *idx, const ms_bias *bias, int32_t n) {
   }
 }
 
-/* Packs the rows into the staging buffer: rows, then the lists; *needs
-   gets the MS__CUDA_N_* of the valid rows. Returns the bytes used, or 0
-   when the lists do not fit. */
 /* The message of the last call's first refusal (ms_cuda_last_error). */
 static ms_result ms__cuda_refuse(ms_cuda *cu, ms_result rc, const char *fmt, ...) {
   va_list ap;
@@ -525,29 +522,9 @@ static ms_result ms__cuda_refuse(ms_cuda *cu, ms_result rc, const char *fmt, ...
   return rc;
 }
 
-/* Why row r is refused, into cu->err (once a call: the first such row).
-   why: "params" (ms_params_validate's own message), "slot", "bad word",
-   "slot twice", or the reason itself. */
-static void ms__cuda_row_refusal(ms_cuda *cu, int32_t r, const ms_params *p, int32_t V, int32_t slot, const char *why) {
-  char m[200];
-  int32_t w;
-  if (!strcmp(why, "params")) {
-    if (!p) snprintf(m, sizeof m, "params is NULL.");
-    else ms_params_validate(p, V, m, sizeof m);
-  } else if (!strcmp(why, "slot")) {
-    snprintf(m, sizeof m, "slot %d is outside -1..%d (max_slots - 1)", (int)slot, (int)cu->max_slots - 1);
-  } else if (!strcmp(why, "bad word")) {
-    for (w = 0; w < p->n_bad_words && p->bad_words_lens[w] - 1 <= cu->hist_cap; w++) {}
-    snprintf(m, sizeof m, "bad word %d has %d ids; the device keeps max_history (%d) + 1", (int)w,
-             (int)(w < p->n_bad_words ? p->bad_words_lens[w] : 0), (int)cu->hist_cap);
-  } else if (!strcmp(why, "slot twice")) {
-    snprintf(m, sizeof m, "another row of this call already appends its token to slot %d", (int)slot);
-  } else {
-    snprintf(m, sizeof m, "%s", why);
-  }
-  ms__cuda_refuse(cu, MS_OK, "row %d: %s", (int)r, m);
-}
-
+/* Packs the rows into the staging buffer: rows, then the lists; *needs
+   gets the MS__CUDA_N_* of the valid rows. Returns the bytes used, or 0
+   when the lists do not fit. */
 static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, int accept_ok, int ends_ok,
                             int *needs, ms_result *first_err) {
   ms__cuda_row *rows = (ms__cuda_row *)stage;
@@ -562,51 +539,65 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     ms__cuda_row *R = &rows[r];
     const ms_params *p = b->params[r];
     ms_result rc;
-    const char *why = NULL;
+    char why[200];
+    const char *plan;
     int prof, flags = 0, ll_greedy = 0, ll_pen = 0, ll_sigma = 0;
     int32_t slot = b->slots ? b->slots[r] : -1, ll_stages = 0;
     float T;
     memset(R, 0, sizeof *R);
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f; R->forced = -1;
-    rc = p ? ms_params_validate(p, V, NULL, 0) : MS_ERR_NULL_ARGUMENT;
-    if (rc != MS_OK) why = "params";   /* (ms_params_validate's message below) */
-    if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) { rc = MS_ERR_INVALID_PARAM; why = "slot"; }
+    /* a refused row's reason goes into why (cold: refused rows only) */
+    why[0] = '\0';
+    rc = p ? ms_params_validate(p, V, why, sizeof why) : MS_ERR_NULL_ARGUMENT;
+    if (!p) snprintf(why, sizeof why, "params is NULL.");
+    if (rc == MS_OK && (slot < -1 || slot >= cu->max_slots)) {
+      rc = MS_ERR_INVALID_PARAM;
+      snprintf(why, sizeof why, "slot %d is outside -1..%d (max_slots - 1)", (int)slot, (int)cu->max_slots - 1);
+    }
     if (rc == MS_OK && p->profile == MS_PROFILE_LLAMACPP &&
-        (why = ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma)) != NULL)
+        (plan = ms__cuda_llama_plan(p, slot, V, &ll_stages, &ll_greedy, &ll_pen, &ll_sigma)) != NULL) {
       rc = MS_ERR_UNSUPPORTED;
+      snprintf(why, sizeof why, "%s", plan);
+    }
     /* what the kernels do not implement yet is refused, never ignored */
-    if (rc == MS_OK && p->hook_stage != MS_HOOK_OFF) { rc = MS_ERR_UNSUPPORTED; why = "logits hooks run on the CPU only"; }
+    if (rc == MS_OK && p->hook_stage != MS_HOOK_OFF) {
+      rc = MS_ERR_UNSUPPORTED;
+      snprintf(why, sizeof why, "logits hooks run on the CPU only");
+    }
     if (rc == MS_OK && p->profile != MS_PROFILE_LLAMACPP && p->min_tokens_to_keep > 1) {
       rc = MS_ERR_UNSUPPORTED;
-      why = "min_tokens_to_keep > 1 is not implemented on the GPU (but in the llama.cpp profile)";
+      snprintf(why, sizeof why, "min_tokens_to_keep > 1 is not implemented on the GPU (but in the llama.cpp profile)");
     }
     if (rc == MS_OK && p->profile != MS_PROFILE_LLAMACPP && p->typical_p < 1.0f) {
       rc = MS_ERR_UNSUPPORTED;
-      why = "typical_p is not implemented on the GPU (but in the llama.cpp profile)";
+      snprintf(why, sizeof why, "typical_p is not implemented on the GPU (but in the llama.cpp profile)");
     }
     /* the kernels gather at most MS__CUDA_MAX_TOP top logprobs per row */
     if (rc == MS_OK && b->top && p->logprobs > MS__CUDA_MAX_TOP && b->top_stride > MS__CUDA_MAX_TOP) {
       rc = MS_ERR_UNSUPPORTED;
-      why = "the GPU gathers at most 1024 top logprobs a row";
+      snprintf(why, sizeof why, "the GPU gathers at most %d top logprobs a row", MS__CUDA_MAX_TOP);
     }
     /* a bad word is matched against the last hist_cap tokens the device keeps */
     if (rc == MS_OK && slot >= 0) {
       int32_t w;
-      for (w = 0; w < p->n_bad_words; w++)
-        if (p->bad_words_lens[w] - 1 > cu->hist_cap) { rc = MS_ERR_CAPACITY; why = "bad word"; }
+      for (w = 0; w < p->n_bad_words && rc == MS_OK; w++)
+        if (p->bad_words_lens[w] - 1 > cu->hist_cap) {
+          rc = MS_ERR_CAPACITY;
+          snprintf(why, sizeof why, "bad word %d has %d ids; the device keeps max_history (%d) + 1", (int)w,
+                   (int)p->bad_words_lens[w], (int)cu->hist_cap);
+        }
     }
     /* one row per slot may append to it (two would race for its history) */
     if (rc == MS_OK && slot >= 0 && accept_ok) {
-      if (cu->slot_mark[slot] == cu->call_no) { rc = MS_ERR_INVALID_PARAM; why = "slot twice"; }
-      else cu->slot_mark[slot] = cu->call_no;
+      if (cu->slot_mark[slot] == cu->call_no) {
+        rc = MS_ERR_INVALID_PARAM;
+        snprintf(why, sizeof why, "another row of this call already appends its token to slot %d", (int)slot);
+      } else cu->slot_mark[slot] = cu->call_no;
     }
     if (b->row_results) b->row_results[r] = rc;
     if (rc != MS_OK) {
       R->status = (int32_t)rc;
-      if (*first_err == MS_OK) {
-        *first_err = rc;
-        ms__cuda_row_refusal(cu, r, p, V, slot, why);
-      }
+      if (*first_err == MS_OK) *first_err = ms__cuda_refuse(cu, rc, "row %d: %s", (int)r, why);   /* the call's message */
       *needs |= MS__CUDA_N_ROW;
       continue;
     }
