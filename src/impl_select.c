@@ -1,3 +1,6 @@
+#if MS__INTRIN_DIAG /* the SIMD layers' kernels end here (simd_dispatch.c) */
+#  pragma GCC diagnostic pop
+#endif
 /* ---- implementation: kernel dispatch, top-k heap, sorting, selection ------ */
 
 #if MS__HAVE_X86_SIMD

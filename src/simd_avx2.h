@@ -1,10 +1,4 @@
 /* ---- SIMD layer: AVX2 + FMA ----------------------------------------------- */
-#if MS__INTRIN_DIAG /* GCC bug 105593: see simd_dispatch.c */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#define MS__INTRIN_DIAG_PUSHED 1
-#endif
 #if MS__HAVE_X86_SIMD
 #define MSV_ENABLED 1
 #else

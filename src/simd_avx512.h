@@ -1,10 +1,4 @@
 /* ---- SIMD layer: AVX-512F ------------------------------------------------- */
-#if MS__INTRIN_DIAG /* GCC bug 105593: see simd_dispatch.c */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#define MS__INTRIN_DIAG_PUSHED 1
-#endif
 #if MS__HAVE_X86_SIMD && (defined(_MSC_VER) || (defined(__clang__) && __clang_major__ >= 8) || (!defined(__clang__) && __GNUC__ >= 7))
 #define MSV_ENABLED 1
 #define MS__HAVE_AVX512 1

@@ -31,11 +31,14 @@
    vectors (`__m512 __Y = __Y;` in _mm512_undefined_ps, ...) as used
    uninitialised wherever a kernel inlines them (GCC bug 105593, g++ 12):
    hundreds of false warnings at -O1 and above, errors under -Wall -Werror.
-   The x86 SIMD layers switch those two warnings off for their kernels
-   (push in simd_sse2/avx2/avx512.h, pop in simd_undef.h); C builds, and so
-   the test suite, keep them. */
+   Those two warnings are off from here to the end of the SIMD layers'
+   kernels (the pop opens impl_select.c); C builds, and so the test suite,
+   keep them. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 #  define MS__INTRIN_DIAG 1
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#  pragma GCC diagnostic ignored "-Wuninitialized"
 #else
 #  define MS__INTRIN_DIAG 0
 #endif

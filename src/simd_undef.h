@@ -45,7 +45,3 @@
 #undef MSV_HAVE_LIST_NONZERO
 #undef MSV_LIST_NONZERO16
 #undef MSV_LANE0
-#ifdef MS__INTRIN_DIAG_PUSHED
-#pragma GCC diagnostic pop
-#undef MS__INTRIN_DIAG_PUSHED
-#endif
