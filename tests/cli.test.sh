@@ -78,6 +78,8 @@ bad logits_dir "cannot read $tmp: Is a directory" $bin probs --logits $tmp --voc
 bad logits_pipe "needs a regular file" sh -c "cat $tmp/l.bin | $bin probs --logits /dev/stdin --vocab 10"
 bad bias_range "logit_bias contain out-of-vocab" $bin probs --logits $tmp/l.bin --vocab 10 --logit-bias 12=1
 bad ids_syntax "invalid value for --banned-ids" $bin probs --logits $tmp/l.bin --vocab 10 --banned-ids 1,,2
+bad ids_trailing_comma "invalid value for --prompt-ids" $bin probs --logits $tmp/l.bin --vocab 10 --prompt-ids 1,
+bad bias_trailing_comma "invalid value for --logit-bias" $bin probs --logits $tmp/l.bin --vocab 10 --logit-bias 1=2,
 bad profile "invalid value for --profile" $bin probs --logits $tmp/l.bin --vocab 10 --profile nope
 # the sampler catalogue flags: each one parses its value (a bad one is the
 # CLI's own error, whatever the profile)

@@ -237,6 +237,11 @@ check ${pfx}bench_min_tokens '[ $? = 0 ] && [ $(grep -c "\"min_tokens\": 3," $tm
 check ${pfx}bench_no_cold_compile 'grep -q "\"compile_ms\": null" $tmp/bench_mt.jsonl'
 $bin bench --device cuda --min-tokens -1 > /dev/null 2> $tmp/mt.err
 check bench_min_tokens_bad '[ $? = 2 ] && grep -q "bad --min-tokens" $tmp/mt.err'
+# cuda-compile's --arch: sm_NN, compute_NN or NN, nothing after the digits
+for a in 90abc sm_90a sm_ 9x0 compute_; do
+  $bin cuda-compile --arch $a > /dev/null 2> $tmp/arch.err
+  check "cuda_compile_bad_arch_$a" '[ $? = 2 ] && grep -q "bad --arch .$a." $tmp/arch.err'
+done
 # a flag as the last word: unknown (not "needs a value"), or one that wants a value
 $bin bench --device cuda --no-such-flag > /dev/null 2> $tmp/uf.err
 check bench_unknown_last_flag '[ $? = 2 ] && grep -q "unknown flag .--no-such-flag." $tmp/uf.err && ! grep -q "needs a value" $tmp/uf.err'

@@ -21,10 +21,14 @@ static void ms__cli_cuda_usage(FILE *f) {
     "  bad usage, 3 when NVRTC cannot be loaded.\n");
 }
 
+/* "sm_90", "compute_90" or "90" to 90; 0 for anything else (an
+   arch-specific "sm_90a" too: NVRTC's programs are built for the plain one). */
 static int ms__cli_cuda_arch(const char *s) {
+  int sm = 0, digits = 0;
   if (!strncmp(s, "sm_", 3)) s += 3;
   else if (!strncmp(s, "compute_", 8)) s += 8;
-  return atoi(s);
+  for (; *s >= '0' && *s <= '9' && digits < 4; s++, digits++) sm = sm * 10 + (*s - '0');
+  return *s || digits == 0 ? 0 : sm;
 }
 
 int ms_cli_cuda_compile(int argc, char **argv) {

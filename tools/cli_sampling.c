@@ -136,7 +136,8 @@ static int parse_ids(const char *s, int32_t **out, int32_t *n) {
     memcpy(buf, s, len); buf[len] = '\0';
     if (!parse_i64(buf, -2147483647LL - 1, 2147483647LL, &v)) return 0;
     (*out)[k++] = (int32_t)v;
-    s += len; if (*s == ',') s++;
+    s += len;
+    if (*s == ',' && !*++s) return 0; /* a trailing comma: an empty last entry */
   }
   *n = k; return 1;
 }
@@ -155,7 +156,8 @@ static int parse_bias(const char *s, ms_bias **out, int32_t *n) {
     *eq = '\0';
     if (!parse_i64(buf, -2147483647LL - 1, 2147483647LL, &id) || !parse_float(eq + 1, &(*out)[k].bias)) return 0;
     (*out)[k].token = (int32_t)id; k++;
-    s += len; if (*s == ',') s++;
+    s += len;
+    if (*s == ',' && !*++s) return 0; /* a trailing comma: an empty last entry */
   }
   *n = k; return 1;
 }
