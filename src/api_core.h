@@ -426,6 +426,22 @@ MSDEF ms_result ms_sample(ms_sampler *sampler, const float *logits, int32_t voca
 MSDEF ms_result ms_probs(ms_sampler *sampler, const float *logits, int32_t vocab,
                          const ms_params *params, const ms_seq *seq, float *probs);
 
+/* Scores a given token: fills `out` as ms_sample would had it sampled
+   `token` (its logprob in params->logprobs_mode, its rank, the top
+   params->logprobs entries, the row's seed / position / greedy), without
+   a draw. For prompt logprobs (vLLM's prompt_logprobs, OpenAI's echo),
+   and for a token chosen elsewhere (a forced or a speculative one). A
+   token the final distribution drops gets logprob -inf and rank `vocab`
+   (in processed mode; raw logprobs drop nothing the raw row keeps).
+   params->logprobs -1 is read as 0: the token's logprob and rank are
+   always written. Mirostat: out->mirostat_mu is mu after this token, NaN
+   when the token is dropped (ms_seq_accept_output then keeps mu). Same
+   errors as ms_sample, and MS_ERR_TOKEN_OUT_OF_RANGE for a token outside
+   [0, vocab); on error out->token is -1. Thread safety: one call at a
+   time per sampler (uses worker 0). */
+MSDEF ms_result ms_score(ms_sampler *sampler, const float *logits, int32_t vocab,
+                         const ms_params *params, const ms_seq *seq, int32_t token, ms_output *out);
+
 /* Many rows in one call: row r's logits start at logits + r * row_stride.
    params[r] and seqs[r] (seqs may be NULL, or hold NULL entries) per row;
    out[r] and row_results[r] receive the row's output and result.
@@ -443,6 +459,8 @@ typedef struct ms_batch {
   const ms_seq *const *seqs;       /* NULL or n_rows pointers (entries may be NULL) */
   ms_output *out;                  /* n_rows */
   ms_result *row_results;          /* NULL or n_rows */
+  const int32_t *tokens;           /* NULL: sample every row; else n_rows tokens, row r scored
+                                      for tokens[r] as ms_score does (prompt logprobs) */
 } ms_batch;
 MSDEF ms_result ms_sample_batch(ms_sampler *sampler, const ms_batch *batch);
 

@@ -254,7 +254,28 @@ MSDEF ms_result ms_sample(ms_sampler *s, const float *logits, int32_t V, const m
   out->token = -1;
   rc = ms__row_check(s, logits, V, p, seq);
   if (rc != MS_OK) return rc;
-  rc = ms__row_run(s->ws[0], s->K, logits, V, p, seq, out, NULL);
+  rc = ms__row_run(s->ws[0], s->K, logits, V, p, seq, out, NULL, -1);
+  if (rc != MS_OK) out->token = -1;
+  return rc;
+}
+
+/* ms_score's row: the token checked, and logprobs -1 read as 0 (the
+   token's logprob and rank are what a score is for). */
+MS__PRIVATE ms_result ms__score_row(ms__ws *w, const ms__kernels *K, const float *logits, int32_t V, const ms_params *p,
+                                    const ms_seq *seq, int32_t token, ms_output *out) {
+  ms_params q;
+  if (token < 0 || token >= V) return MS_ERR_TOKEN_OUT_OF_RANGE;
+  if (p->logprobs < 0) { q = *p; q.logprobs = 0; p = &q; }
+  return ms__row_run(w, K, logits, V, p, seq, out, NULL, token);
+}
+
+MSDEF ms_result ms_score(ms_sampler *s, const float *logits, int32_t V, const ms_params *p, const ms_seq *seq,
+                         int32_t token, ms_output *out) {
+  ms_result rc;
+  if (!out) return MS_ERR_NULL_ARGUMENT;
+  out->token = -1;
+  rc = ms__row_check(s, logits, V, p, seq);
+  if (rc == MS_OK) rc = ms__score_row(s->ws[0], s->K, logits, V, p, seq, token, out);
   if (rc != MS_OK) out->token = -1;
   return rc;
 }
@@ -265,7 +286,7 @@ MSDEF ms_result ms_probs(ms_sampler *s, const float *logits, int32_t V, const ms
   if (!probs) return MS_ERR_NULL_ARGUMENT;
   rc = ms__row_check(s, logits, V, p, seq);
   if (rc != MS_OK) return rc;
-  return ms__row_run(s->ws[0], s->K, logits, V, p, seq, NULL, probs);
+  return ms__row_run(s->ws[0], s->K, logits, V, p, seq, NULL, probs, -1);
 }
 
 /* Each worker notes its first (lowest) failing row and that row's code
@@ -287,7 +308,8 @@ MS__PRIVATE void ms__batch_row(void *raw, int32_t r, int32_t worker) {
   ms_result rc;
   out->token = -1;
   rc = ms__row_check(c->s, x, b->vocab, b->params[r], seq);
-  if (rc == MS_OK) rc = ms__row_run(c->s->ws[worker], c->s->K, x, b->vocab, b->params[r], seq, out, NULL);
+  if (rc == MS_OK && b->tokens) rc = ms__score_row(c->s->ws[worker], c->s->K, x, b->vocab, b->params[r], seq, b->tokens[r], out);
+  else if (rc == MS_OK) rc = ms__row_run(c->s->ws[worker], c->s->K, x, b->vocab, b->params[r], seq, out, NULL, -1);
   if (rc != MS_OK) {
     out->token = -1;
     if (r < c->bad_row[worker]) { c->bad_row[worker] = r; c->bad_rc[worker] = rc; }

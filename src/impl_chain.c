@@ -469,8 +469,8 @@ MS__PRIVATE void ms__chain_logprobs(ms__row *R, int32_t n, double z, int32_t pic
   out->logprob = pick >= 0 && ep > 0.0f ? (float)(log((double)ep) - logz) : -INFINITY;
   /* rank: the kept tokens whose weight is >= the token's, itself and its
      ties included (vLLM v1); whatever the list's order */
-  out->rank = 1;
-  if (pick >= 0) for (i = 0, out->rank = 0; i < n; i++) out->rank += w->e[i] >= ep;
+  out->rank = R->V;   /* (a scored token the list dropped: ms__logprob_dropped's) */
+  if (pick >= 0 && ep > 0.0f) for (i = 0, out->rank = 0; i < n; i++) out->rank += w->e[i] >= ep;
   for (i = 1; i < n && sorted; i++) sorted = w->e[i] <= w->e[i - 1];
   if (!sorted && n_top > 0) ms__sort_desc(w, w->e, w->ci, n);
   m = n < n_top ? n : n_top;
@@ -496,13 +496,19 @@ MS__PRIVATE ms_result ms__chain_finish(ms__row *R, int32_t n, uint64_t seed, uin
     memset(probs, 0, (size_t)R->V * 4);
     for (i = 0; i < n; i++) probs[w->ci[i]] = (float)((double)w->e[i] / z);
   }
-  if (out || p_sel) {
+  if ((out || p_sel) && R->given >= 0) {
+    /* scored: the token's place in the list, or -1 (dropped: mirostat's
+       mu then stays, p_sel NaN) */
+    for (i = 0; i < n && w->ci[i] != R->given; i++) {}
+    pick = i < n && w->e[i] > 0.0f ? i : -1;   /* (a weight of 0: its logprob -inf, as dropped) */
+    if (p_sel) *p_sel = pick >= 0 ? (float)((double)w->e[pick] / z) : NAN;
+  } else if (out || p_sel) {
     pick = n == 1 ? 0 : ms__chain_draw_index(w->e, n, z, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
     if (pick < 0) return MS_ERR_ALL_MASKED;
     if (p_sel) *p_sel = (float)((double)w->e[pick] / z);
   }
   if (out) {
-    out->token = w->ci[pick];
+    out->token = R->given >= 0 ? R->given : w->ci[pick];
     if (R->p->logprobs >= 0) {
       if (R->p->logprobs_mode == MS_LOGPROBS_RAW) ms__logprobs_softmax(R, 1, 1.0f, out->token, out);
       else ms__chain_logprobs(R, n, z, pick, out);
@@ -648,7 +654,7 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
     rc = ms__chain_finish(R, n, seed, pos, out, probs, &p_sel);
   }
   if (rc != MS_OK) return rc;
-  if (out) out->mirostat_mu = mu - p->mirostat_eta * (-log2f(p_sel) - p->mirostat_tau);
+  if (out && p_sel == p_sel) out->mirostat_mu = mu - p->mirostat_eta * (-log2f(p_sel) - p->mirostat_tau);
   return MS_OK;
 }
 
@@ -714,7 +720,7 @@ MS__PRIVATE int ms__chain_band_row(ms__chain *C, const char *act, float tp, floa
     for (i = 0; i < R->V; i++) if (w->e[i] > 0.0f) probs[i] = (float)((double)w->e[i] * inv);
   }
   if (out) {
-    int32_t tok = ms__draw(R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
+    int32_t tok = R->given >= 0 ? R->given : ms__draw(R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
     if (tok < 0) { *rc = MS_ERR_ALL_MASKED; return 1; }
     out->token = tok;
     if (p->logprobs >= 0) {
@@ -843,8 +849,8 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
     if (greedy) {
       if (out) {
         out->greedy = 1;
-        out->token = R->argmax;
-        if (p->logprobs >= 0) ms__logprobs_softmax(R, p->logprobs_mode == MS_LOGPROBS_RAW, 1.0f, R->argmax, out);
+        out->token = R->given >= 0 ? R->given : R->argmax;
+        if (p->logprobs >= 0) ms__logprobs_softmax(R, p->logprobs_mode == MS_LOGPROBS_RAW, 1.0f, out->token, out);
       }
       if (probs) { memset(probs, 0, (size_t)R->V * 4); probs[R->argmax] = 1.0f; }
       return MS_OK;

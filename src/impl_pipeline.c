@@ -23,6 +23,7 @@ typedef struct ms__row {
   float m;                 /* max of the effective row */
   int32_t argmax;
   int overlay;             /* the caller will touch ids after the build: set up the overlay */
+  int32_t given;           /* ms_score: the token reported instead of a draw's; -1: draw */
 } ms__row;
 
 #define MS__TOUCHED(w, id) (((w)->touched_bits[(id) >> 5] >> ((id) & 31)) & 1u)
@@ -1093,7 +1094,7 @@ typedef struct ms__kept {
   int list;          /* 1: candidate list, 0: full row */
   int id_order;      /* list: in token-id order instead of by value */
   int32_t n;         /* list: kept prefix length */
-  int32_t n_cand;    /* list: candidates before the filters (cv/ci, sorted) */
+  int32_t n_cand;    /* list: candidates before the filters (cv/ci, sorted; 0 once a filter moved them) */
   float t;           /* full row: weight threshold */
   double mass;       /* sum of kept weights */
   float m, s;        /* max logit and 1/T: weight = exp((l - m) * s) */
@@ -1187,6 +1188,9 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
             memmove(cv, cv + a, (size_t)(b - a) * 4);
             memmove(ce, ce + a, (size_t)(b - a) * 4);
             memmove(R->w->ci, R->w->ci + a, (size_t)(b - a) * 4);
+            /* the list no longer starts with the row's largest values:
+               raw logprobs must not take their top from it */
+            k->n_cand = 0;
           }
           n = b - a;
         }
@@ -1324,8 +1328,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     R->m = k->m; R->argmax = w->ci[0];
     /* joint top-p needs the weight of the whole row: one exp pass */
     if (R->r->joint && p->top_p < 1.0f) k->z_full = ms__row_exp_sum(R, k->m, k->s, NULL, NULL);
-    ms__filter_list(R, k, w->cv, w->e, c);
     k->n_cand = c;
+    ms__filter_list(R, k, w->cv, w->e, c);
     return MS_OK;
   }
   rc = ms__row_max(R);
@@ -1338,8 +1342,8 @@ MS__PRIVATE ms_result ms__row_kept(ms__row *R, ms__kept *k, float temperature) {
     int32_t c = ms__row_gather_ge(R, cut);
     ms__sort_desc(w, w->cv, w->ci, c);
     if (R->r->joint && p->top_p < 1.0f) k->z_full = ms__row_exp_sum(R, k->m, k->s, NULL, NULL);
-    ms__filter_list(R, k, w->cv, w->e, c);
     k->n_cand = c;
+    ms__filter_list(R, k, w->cv, w->e, c);
     return MS_OK;
   }
   if (p->min_p > 0.0f && minp_first && mtk <= 1) { /* min_tokens_to_keep may keep tokens below the cut */
@@ -1726,6 +1730,13 @@ MS__PRIVATE void ms__top_out(ms_output *out, int32_t n_want, const float *lp, co
   out->n_top = n;
 }
 
+/* A scored token the final distribution drops: logprob -inf, and every
+   token's logprob is >= it (vLLM v1's rank counts the whole vocabulary). */
+MS__PRIVATE void ms__logprob_dropped(const ms__row *R, ms_output *out) {
+  out->logprob = -INFINITY;
+  out->rank = R->V;
+}
+
 /* log_softmax of the effective row scaled by s (raw: the caller's row). */
 MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t token, ms_output *out) {
   ms__ws *w = R->w;
@@ -1792,6 +1803,8 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
       for (i = 0; i < nt; i++) w->tv[i] = (float)((double)((w->tv[i] - m) * s) - logz);
       ms__top_out(out, n_top, w->tv, w->ti, nt);
     } else out->n_top = 0;
+    /* a token the row masks (scored, or forced): every logprob is >= -inf */
+    if (ltok == -INFINITY && !nonfinite) out->rank = R->V;
   }
 }
 
@@ -1818,7 +1831,8 @@ MS__PRIVATE void ms__logprobs_from_candidates(ms__row *R, const ms__kept *k, int
   } else out->rank = R->K->count_gt(R->x, R->V, NULL, ms__below(lt));
 }
 
-/* Logprobs of the final distribution of a random row (kept set k). */
+/* Logprobs of the final distribution of a random row (kept set k); a
+   scored token (R->given) may be one it drops. */
 MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, ms_output *out) {
   ms__ws *w = R->w;
   int32_t n_top = R->p->logprobs, i;
@@ -1838,6 +1852,14 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
     int32_t n = k->n < n_top ? k->n : n_top, c = 0;
     for (i = 0; i < n; i++) { w->tv[i] = (float)((double)((w->cv[i] - k->m) * k->s) - logk); w->ti[i] = w->ci[i]; }
     ms__top_out(out, n_top, w->tv, w->ti, n);
+    if (R->given >= 0) {
+      /* a scored token need not be kept: look for it (its value is the
+         list's, which a deferred penalty reached) */
+      for (i = 0; i < k->n && w->ci[i] != token; i++) {}
+      if (i == k->n) { ms__logprob_dropped(R, out); return; }
+      ltok = w->cv[i];
+      out->logprob = (float)((double)((ltok - k->m) * k->s) - logk);
+    }
     for (i = 0; i < k->n; i++) if (w->cv[i] >= ltok) c++;
     out->rank = c;
     return;
@@ -1866,6 +1888,13 @@ MS__PRIVATE void ms__logprobs_processed(ms__row *R, ms__kept *k, int32_t token, 
       }
     }
     if (n_top > 0) ms__top_out(out, n_top, w->tv, w->ti, nt); else out->n_top = 0;
+    if (R->given >= 0 && !(etok >= k->t && etok > 0.0f)) {
+      /* a scored token below the threshold is dropped, but for top-k's
+         tokens of weight 0 (zero_k): kept when fewer than k logits are
+         larger */
+      if (!(k->zero_k > 0 && etok == 0.0f && ltok > -INFINITY &&
+            ms__row_count_ge(R, nextafterf(ltok, INFINITY)) < k->zero_k)) { ms__logprob_dropped(R, out); return; }
+    }
     out->rank = R->K->count_gt(w->e, R->V, NULL, ms__below(etok));
   }
 }
@@ -1902,7 +1931,7 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
 typedef enum { MS__MODE_SAMPLE, MS__MODE_PROBS } ms__mode;
 
 MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *x, int32_t V,
-                                  const ms_params *p, const ms_seq *seq, ms_output *out, float *probs) {
+                                  const ms_params *p, const ms_seq *seq, ms_output *out, float *probs, int32_t given) {
   ms__row R;
   ms__kept k;
   ms_result rc;
@@ -1912,6 +1941,7 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
   memset(&R, 0, sizeof R);
   memset(&k, 0, sizeof k);
   R.x = x; R.raw = x; R.V = V; R.p = p; R.seq = seq; R.r = &ms__profiles[p->profile]; R.K = K; R.w = w;
+  R.given = given;
   {
     /* vLLM raises 0 < T < floor to the floor before its greedy test */
     float T = p->temperature;
@@ -1965,9 +1995,9 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     if (rc != MS_OK) goto done;
     if (probs) { memset(probs, 0, (size_t)V * 4); probs[R.argmax] = 1.0f; }
     if (out) {
-      out->token = R.argmax;
+      out->token = given >= 0 ? given : R.argmax;
       if (p->logprobs >= 0)
-        ms__logprobs_softmax(&R, p->logprobs_mode == MS_LOGPROBS_RAW, 1.0f, R.argmax, out);
+        ms__logprobs_softmax(&R, p->logprobs_mode == MS_LOGPROBS_RAW, 1.0f, out->token, out);
     }
     goto done;
   }
@@ -1992,7 +2022,7 @@ MS__PRIVATE ms_result ms__row_run(ms__ws *w, const ms__kernels *K, const float *
     else { for (i = 0; i < V; i++) if (w->e[i] >= k.t && w->e[i] > 0.0f) probs[i] = (float)((double)w->e[i] * inv); }
   }
   if (out) {
-    int32_t tok = ms__draw(&R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
+    int32_t tok = given >= 0 ? given : ms__draw(&R, &k, ms_uniform(seed, pos, MS_PURPOSE_DRAW));
     if (tok < 0) { rc = MS_ERR_ALL_MASKED; goto done; }
     out->token = tok;
     if (p->logprobs >= 0) {

@@ -77,6 +77,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
   {
+    /* ms_score: the drawn token scores as ms_sample reported it (logprobs
+       on), and any token scores on the rows that sample */
+    ms_output sc;
+    ms_logprob top2[8];
+    int32_t tok = (int32_t)(take(&r, 2) % (uint32_t)V);
+    memset(&sc, 0, sizeof sc); sc.top = top2; sc.top_capacity = 8;
+    if (rs == MS_OK && p.logprobs >= 0) {
+      if (ms_score(s, logits, V, &p, q, out.token, &sc) != MS_OK) FAIL();
+      if (sc.token != out.token || sc.rank != out.rank || sc.n_top != out.n_top || memcmp(&sc.logprob, &out.logprob, 4) != 0) FAIL();
+      if (sc.n_top > 0 && memcmp(sc.top, out.top, sizeof(ms_logprob) * (size_t)sc.n_top) != 0) FAIL();
+    }
+    if (ms_score(s, logits, V, &p, q, tok, &sc) != rs) FAIL();
+    if (rs == MS_OK) {
+      if (sc.token != tok || sc.rank < 1 || sc.rank > V) FAIL();
+      if (!(sc.logprob <= 1e-4f) && !(sc.logprob != sc.logprob)) FAIL();
+      if (sc.logprob == -INFINITY && sc.rank != V && p.logprobs_mode == MS_LOGPROBS_PROCESSED) FAIL();
+    } else if (sc.token != -1) FAIL();
+  }
+  {
     /* the workspace invariants between calls (internals: this file holds
        the implementation): enable all ones, no touched bits left */
     const ms__ws *w = s->ws[0];
