@@ -60,6 +60,20 @@ ok &= [t[0] for t in l["top"]] == [9, 8, 7] and all(abs(t[1] - (x[t[0]] - lz)) <
 print("ok" if ok else "bad")
 PY
 check logprobs_values 'grep -q "^ok$" $tmp/py2.out'
+# --token: a given token scored (ms_score), raw and processed (dropped: -9999.0, rank V)
+$bin logprobs --logits $tmp/l.bin --vocab 10 --rows 1 --top 2 --token 3 > $tmp/lt.out
+$bin logprobs --logits $tmp/l.bin --vocab 10 --rows 1 --top 2 --token 3 --top-k 2 --mode processed >> $tmp/lt.out
+python3 - "$tmp/lt.out" > $tmp/py5.out <<'PY'
+import json, math, sys
+a, b = [json.loads(l) for l in open(sys.argv[1])]
+x = [0.1 * i for i in range(10)]
+lz = math.log(sum(math.exp(v) for v in x))
+ok = a["token"] == 3 and a["rank"] == 7 and abs(a["logprob"] - (0.3 - lz)) < 1e-5 and [t[0] for t in a["top"]] == [9, 8]
+ok &= b["token"] == 3 and b["rank"] == 10 and b["logprob"] == -9999.0 and [t[0] for t in b["top"]] == [9, 8]
+ok &= abs(b["top"][0][1] - (0.9 - math.log(math.exp(0.9) + math.exp(0.8)))) < 1e-5
+print("ok" if ok else "bad")
+PY
+check logprobs_token 'grep -q "^ok$" $tmp/py5.out'
 # bad inputs: non-zero exit and a message
 bad() { # name, expected text, command...
   local name=$1 want=$2; shift 2
@@ -109,6 +123,10 @@ bad penalty_last_n_range "penalty_last_n" $bin probs --logits $tmp/l.bin --vocab
 bad budget_sequences "start and end sequences" $bin sample --logits $tmp/l.bin --vocab 10 --budget 2
 bad budget_vocab "out-of-vocab" $bin sample --logits $tmp/l.bin --vocab 10 --budget 2 --budget-start 1 --budget-end 12
 bad accept_probs "unknown flag" $bin probs --logits $tmp/l.bin --vocab 10 --accept
+bad token_range "outside \[0, vocab)" $bin logprobs --logits $tmp/l.bin --vocab 10 --token 10
+bad token_syntax "invalid value for --token" $bin logprobs --logits $tmp/l.bin --vocab 10 --token -1
+bad token_sample "unknown flag" $bin sample --logits $tmp/l.bin --vocab 10 --token 1
+bad token_cuda "the GPU path has no scoring" $bin logprobs --logits $tmp/l.bin --vocab 10 --token 1 --device cuda
 # bench: a name that matches no row, or a number that is not one, is an
 # error (atoi took "5x" as 5; an unknown --config printed nothing, exit 0)
 bad bench_config "bad --config 'typo'" $bin bench --config typo

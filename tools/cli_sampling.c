@@ -20,6 +20,7 @@ typedef struct cli_opts {
   uint64_t seed; int has_seed;
   uint64_t position;
   int32_t draws, top;
+  int32_t token;           /* logprobs --token: the token scored (ms_score) instead of a draw; -1: draw */
   int accept;              /* sample: each draw is accepted into the sequence before the next */
   float mirostat_mu; int has_mu;
   int cuda;                /* --device cuda */
@@ -36,6 +37,7 @@ static void usage(const char *cmd, FILE *f) {
     "            (+ \"mirostat_mu\": [...] with --mirostat, the mu after each draw;\n"
     "             + \"budget\": {\"state\": ..., \"remaining\": n} with --budget, after the row)\n"
     "  logprobs  {\"row\": r, \"token\": t, \"logprob\": x, \"rank\": k, \"top\": [[id, logprob], ...]}\n"
+    "            (the drawn token's, or with --token T that token's: -9999.0 and rank V where dropped)\n"
     "\n"
     "sampling flags; unset ones take the profile's own defaults\n"
     "(ms_params_profile_default: vllm and sglang the OpenAI defaults, hf top_k 50,\n"
@@ -64,7 +66,7 @@ static void usage(const char *cmd, FILE *f) {
     "  --min-tokens-to-keep N       (hf, llamacpp) every truncation keeps at least N tokens\n"
     "  --exp-decay START,FACTOR     (hf) exponential length decay of the EOS logit\n",
     cmd, !strcmp(cmd, "sample") ? " [--seed S] [--position P] [--draws N] [--accept]" :
-          !strcmp(cmd, "logprobs") ? " --top N [--mode raw|processed] [--seed S]" : "");
+          !strcmp(cmd, "logprobs") ? " --top N [--mode raw|processed] [--seed S] [--token T]" : "");
   fputs(
     "  --typical-p P                (hf, llamacpp) locally typical sampling mass, 1 = off\n"
     "  --top-n-sigma N              (llamacpp) keep logits >= max - N * stddev, <= 0 = off\n"
@@ -96,6 +98,8 @@ static void usage(const char *cmd, FILE *f) {
     "                               each row starts again from --prompt-ids / --output-ids)\n"
     "  --top N                      (logprobs) how many top logprobs (default 0)\n"
     "  --mode raw|processed         (logprobs) before any processing, or of the final distribution\n"
+    "  --token T                    (logprobs) score token T instead of drawing one (ms_score: prompt\n"
+    "                               logprobs, a forced token); CPU only\n"
     "  --device cpu|cuda            where to sample (default cpu). cuda: the GPU path of\n"
     "                               mysample_cuda.h (driver and NVRTC loaded at run time), same\n"
     "                               flags and output; what it does not implement (hf typical and\n"
@@ -208,6 +212,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
   }
   o->p = ms_params_profile_default((ms_profile)profile);
   o->draws = 1;
+  o->token = -1;
   for (i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long long n;
@@ -286,6 +291,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
     else if (!strcmp(f, "--position")) { NEED_VALUE(); if (!parse_i64(v, 0, (long long)1 << 62, &n)) return bad_flag(cmd, f, v); o->position = (uint64_t)n; pos_set = 1; }
     else if (!strcmp(f, "--draws") && !strcmp(cmd, "sample")) { NEED_VALUE(); if (!parse_i64(v, 1, 100000000, &n)) return bad_flag(cmd, f, v); o->draws = (int32_t)n; }
     else if (!strcmp(f, "--accept") && !strcmp(cmd, "sample")) o->accept = 1;
+    else if (!strcmp(f, "--token") && !strcmp(cmd, "logprobs")) { NEED_VALUE(); if (!parse_i64(v, 0, 2147483647LL, &n)) return bad_flag(cmd, f, v); o->token = (int32_t)n; }
     else if (!strcmp(f, "--top") && !strcmp(cmd, "logprobs")) { NEED_VALUE(); if (!parse_i64(v, 0, 1 << 20, &n)) return bad_flag(cmd, f, v); o->top = (int32_t)n; }
     else if (!strcmp(f, "--mode") && !strcmp(cmd, "logprobs")) {
       NEED_VALUE();
@@ -299,6 +305,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
 #undef NEED_VALUE
   }
   if (!o->logits_path) { fprintf(stderr, "mysample %s: --logits is required\n", cmd); return 2; }
+  if (o->token >= 0 && o->cuda) { fprintf(stderr, "mysample %s: --token: the GPU path has no scoring; use --device cpu\n", cmd); return 2; }
   if (!o->vocab) { fprintf(stderr, "mysample %s: --vocab is required\n", cmd); return 2; }
   if (!pos_set) o->position = (uint64_t)o->n_output;
   if (!strcmp(cmd, "logprobs")) { o->p.logprobs = o->top; o->p.max_logprobs = -1; }
@@ -450,7 +457,8 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
       out.top = top; out.top_capacity = o.top;
       ms_seq_set_position(seq, o.position);
       res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position, 0, &out)
-                : ms_sample(s, row, o.vocab, &o.p, seq, &out);
+          : o.token >= 0 ? ms_score(s, row, o.vocab, &o.p, seq, o.token, &out)
+                         : ms_sample(s, row, o.vocab, &o.p, seq, &out);
       if (res != MS_OK) { rc = row_failed(cmd, r, res, &o, gpu); break; }
       printf("{\"row\": %d, \"token\": %d, \"logprob\": ", (int)r, (int)out.token);
       put_float(out.logprob);
