@@ -126,7 +126,6 @@ bad accept_probs "unknown flag" $bin probs --logits $tmp/l.bin --vocab 10 --acce
 bad token_range "outside \[0, vocab)" $bin logprobs --logits $tmp/l.bin --vocab 10 --token 10
 bad token_syntax "invalid value for --token" $bin logprobs --logits $tmp/l.bin --vocab 10 --token -1
 bad token_sample "unknown flag" $bin sample --logits $tmp/l.bin --vocab 10 --token 1
-bad token_cuda "the GPU path has no scoring" $bin logprobs --logits $tmp/l.bin --vocab 10 --token 1 --device cuda
 # bench: a name that matches no row, or a number that is not one, is an
 # error (atoi took "5x" as 5; an unknown --config printed nothing, exit 0)
 bad bench_config "bad --config 'typo'" $bin bench --config typo

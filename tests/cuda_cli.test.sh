@@ -169,6 +169,9 @@ for i in "${!sets[@]}"; do
   same "${pfx}sample_set$i${acc:+_accept}" sample $bin sample --logits $tmp/l.bin --vocab 300 --seed 11 --draws 12 $acc "$@"
   mode=raw; [ $((i % 2)) = 1 ] && mode=processed
   same "${pfx}logprobs_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode "$@"
+  # a given token scored (ms_score / score_tokens): id i * 37, kept or not
+  same "${pfx}logprobs_token_${mode}_set$i" logprobs $bin logprobs --logits $tmp/l.bin --vocab 300 --seed 5 --top 5 --mode $mode \
+    --token $(( (i * 37) % 300 )) "$@"
 done
 # a row long enough for the multi-block first pass (ms_k_stats), unseeded:
 # the seed the CPU sequence picks is the one the GPU draws with

@@ -3005,6 +3005,153 @@ static void test_gpu_budget_matches_cpu(void) {
   ms_cuda_destroy(cu);
 }
 
+
+/* ms_cuda_batch.score_tokens: each row reports its given token as the CPU's
+   ms_score does (logprob, rank, top list; -inf and rank V where the final
+   distribution drops it), for every profile and route: greedy, the full
+   row (top_p), top_k's candidates (small and large k), min_p, SGLang's
+   joint cuts, HF epsilon, llama.cpp's chain (raw and processed), masks;
+   the tokens scored are the CPU's draw, a banned id, the last id and
+   random ones. accept appends the given token to the slot. */
+static void test_gpu_score_matches_cpu(void) {
+  enum { R = 12, VMAX = 3000 };
+  static float x[R * VMAX];
+  static ms_logprob top[R * 16], ctop[16];
+  static const int32_t banned[2] = {7, 11};
+  ms_cuda *cu = NULL;
+  t_dev g;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R], given[R];
+  ms_cuda_out out[R];
+  ms_result rr[R];
+  ms_cuda_batch b;
+  int it, r, j, iters, rows = 0, bad = 0, dropped = 0;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, VMAX, 0, 0, 16)) return;
+  iters = t_small() ? 4 : 24;
+  for (it = 0; it < iters; it++) {
+    const int V = it % 2 ? VMAX : 700;
+    for (r = 0; r < R; r++) {
+      ms_params p;
+      ms_output o;
+      int kind = (it + r) % 4;
+      float *xr = x + (size_t)r * (size_t)V;
+      switch (r) {
+        case 0: p = ms_params_default(); p.temperature = 0.0f; break;
+        case 1: p = ms_params_default(); p.top_p = 0.9f; break;
+        case 2: p = ms_params_default(); p.top_k = 5; break;
+        case 3: p = ms_params_default(); p.top_k = 1500; p.top_p = 0.95f; break;
+        case 4: p = ms_params_default(); p.min_p = 0.1f; p.temperature = 0.7f; break;
+        case 5: p = ms_params_profile_default(MS_PROFILE_SGLANG); p.top_k = 20; p.top_p = 0.8f; p.min_p = 0.02f; break;
+        case 6: p = ms_params_profile_default(MS_PROFILE_HF); p.epsilon_cutoff = 0.001f; p.top_k = 0; break;
+        case 7: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); break;
+        case 8: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.typical_p = 0.8f; p.samplers = "kypmt"; break;
+        case 9: p = ms_params_default(); p.banned_ids = banned; p.n_banned_ids = 2; p.top_p = 0.7f; break;
+        case 10: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.temperature = 0.0f; break;
+        default: p = ms_params_default(); p.temperature = 1.3f; break;
+      }
+      p.seed = 500u + (uint64_t)(it * R + r); p.has_seed = 1;
+      p.logprobs = (it + r) % 3 == 0 ? -1 : 5 + r % 7;   /* -1 reads as 0 */
+      p.logprobs_mode = (it / 2 + r) % 2 ? MS_LOGPROBS_PROCESSED : MS_LOGPROBS_RAW;
+      t_fill(xr, V, kind == 1 ? 3.0f : 1.0f);
+      if (kind == 2) for (j = 0; j < V; j++) xr[j] = t_bf16(xr[j]);
+      if (kind == 3) { xr[3] = 9.0f; xr[5] = 8.5f; }
+      ps[r] = p;
+      pp[r] = &ps[r];
+      /* the token: the CPU's draw, a banned one, the last, random */
+      memset(&o, 0, sizeof o);
+      switch ((it + 3 * r) % 4) {
+        case 0: given[r] = ms_sample(t_cpu, xr, V, &p, NULL, &o) == MS_OK ? o.token : 0; break;
+        case 1: given[r] = 7; break;
+        case 2: given[r] = V - 1; break;
+        default: given[r] = (int32_t)t_rand((uint32_t)V); break;
+      }
+    }
+    CHECK(ms_cuda_upload(cu, g.dl, x, (size_t)R * (size_t)V * 4) == MS_OK);
+    memset(&b, 0, sizeof b);
+    b.n_rows = R; b.vocab = V; b.logits = g.dl; b.row_stride = (size_t)V; b.params = pp;
+    b.tokens = g.dt; b.out = g.dout; b.top = g.dtop; b.top_stride = 16; b.row_results = rr; b.score_tokens = given;
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    CHECK(ms_cuda_download(cu, tok, g.dt, sizeof tok) == MS_OK);
+    CHECK(ms_cuda_download(cu, out, g.dout, sizeof out) == MS_OK);
+    CHECK(ms_cuda_download(cu, top, g.dtop, sizeof top) == MS_OK);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      int here = 0;
+      memset(&o, 0, sizeof o);
+      o.top = ctop; o.top_capacity = 16;
+      crc = ms_score(t_cpu, x + (size_t)r * (size_t)V, V, &ps[r], NULL, given[r], &o);
+      rows++;
+      dropped += crc == MS_OK && o.logprob == -INFINITY;
+      if (out[r].status != (int32_t)crc || tok[r] != o.token) here = 1;
+      else if (crc == MS_OK) {
+        if (!(out[r].logprob == o.logprob || fabs((double)out[r].logprob - (double)o.logprob) <= 1e-4) ||
+            out[r].rank != o.rank || out[r].n_top != o.n_top)
+          here = 1;
+        for (j = 0; j < o.n_top && j < out[r].n_top; j++)
+          if (top[r * 16 + j].token != ctop[j].token || !(fabs((double)top[r * 16 + j].logprob - (double)ctop[j].logprob) <= 1e-4))
+            here = 1;
+      }
+      if (here && ++bad <= 8)
+        printf("  it %d row %d V %d (profile %d lp %d/%d) token %d: status %d / %d, token %d / %d, lp %.6g / %.6g, rank %d / %d, "
+               "n_top %d / %d\n", it, r, V, (int)ps[r].profile, ps[r].logprobs, (int)ps[r].logprobs_mode, given[r], out[r].status,
+               (int)crc, tok[r], o.token, (double)out[r].logprob, (double)o.logprob, out[r].rank, o.rank, out[r].n_top, o.n_top);
+    }
+  }
+  printf("  %d scored rows (%d dropped by their distribution): %d differ from the CPU\n", rows, dropped, bad);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(dropped > 0);
+  /* a token outside the vocabulary fails its row only, on the host */
+  given[2] = -3;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK_EQ_INT(rr[2], MS_ERR_TOKEN_OUT_OF_RANGE);
+  CHECK_EQ_INT(rr[1], MS_OK);
+  CHECK(strstr(ms_cuda_last_error(cu), "score token -3") != NULL);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+  {
+    /* accept: the scored token joins its slot (a presence penalty on the
+       next step sees it), as ms_seq_accept after ms_score */
+    ms_cuda_desc d;
+    ms_params q = ms_params_default();
+    const ms_params *qp[1] = { &q };
+    int32_t slot0[1] = { 0 }, t1[1] = { 42 }, tk[1];
+    ms_seq *seq = NULL;
+    ms_output o;
+    const int V = 300;
+    memset(&d, 0, sizeof d);
+    d.max_rows = 1; d.max_vocab = V; d.max_slots = 1;
+    CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+    if (!cu || !t_dev_alloc(cu, &g, (size_t)V * 4, 1, 16)) { CHECK(0); if (cu) ms_cuda_destroy(cu); return; }
+    for (j = 0; j < V; j++) x[j] = 0.01f * (float)(j % 97);
+    x[42] = 5.0f; x[43] = 4.5f;   /* 42 leads until its presence penalty (2) */
+    CHECK(ms_cuda_upload(cu, g.dl, x, (size_t)V * 4) == MS_OK);
+    CHECK(ms_cuda_seq_reset(cu, NULL, 0, NULL, 0, NULL) == MS_OK);
+    q.presence_penalty = 2.0f; q.temperature = 0.0f;
+    memset(&b, 0, sizeof b);
+    b.n_rows = 1; b.vocab = V; b.logits = g.dl; b.row_stride = (size_t)V; b.params = qp; b.slots = slot0;
+    b.tokens = g.dt; b.out = g.dout; b.accept = 1; b.score_tokens = t1;
+    t1[0] = 7;   /* a token other than the argmax, accepted */
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    t1[0] = 42;
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    b.score_tokens = NULL;   /* then a draw: 42 and 7 carry the penalty */
+    CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_OK);
+    CHECK(ms_cuda_download(cu, tk, g.dt, 4) == MS_OK);
+    CHECK(ms_seq_create(&seq, 16) == MS_OK && ms_seq_reset(seq, NULL, 0, V, &q, 0) == MS_OK);
+    CHECK(ms_seq_accept(seq, 7) == MS_OK && ms_seq_accept(seq, 42) == MS_OK);
+    memset(&o, 0, sizeof o);
+    CHECK(ms_sample(t_cpu, x, V, &q, seq, &o) == MS_OK);
+    CHECK_EQ_INT(tk[0], o.token);
+    CHECK_EQ_INT(tk[0], 43);
+    ms_seq_destroy(seq);
+    t_dev_free(cu, &g);
+    ms_cuda_destroy(cu);
+  }
+}
+
 /* ---- top lists leave -inf out -----------------------------------------------------
    A row with fewer finite logits than the logprobs asked for: the top list
    holds the finite ones only (raw: the caller's -inf; processed: what the
@@ -3470,6 +3617,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_budget_matches_cpu);
   RUN_GPU(test_gpu_hf_epsilon_eta);
   RUN_GPU(test_gpu_top_list_skips_neg_inf);
+  RUN_GPU(test_gpu_score_matches_cpu);
   RUN_GPU(test_gpu_bias_duplicates);
   RUN_GPU(test_gpu_logprobs_many);
   RUN_GPU(test_gpu_back_to_back);

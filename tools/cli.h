@@ -29,10 +29,12 @@ ms_result ms_cli_gpu_budget_state(ms_cli_gpu *g, ms_budget_state *state, int32_t
    when the GPU path refuses p); a row error the device found (NaN, all
    masked) comes back as the return too, after the copy back. sample:
    out->token, logprob, rank, n_top, top[] (up to out->top_capacity), greedy;
+   given >= 0 scores that token instead of drawing (ms_cuda_batch.score_tokens);
    accept appends the token to the slot on the device. seed and position
    are the CPU sequence's (the draw's, and XTC's coin in probs). */
 ms_result ms_cli_gpu_probs(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, float *probs);
-ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept, ms_output *out);
+ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept, ms_output *out,
+                            int32_t given);
 /* The name of what in p the GPU path does not implement (for the message
    after MS_ERR_UNSUPPORTED), or a generic phrase. */
 const char *ms_cli_gpu_unsupported(const ms_params *p, int32_t top);

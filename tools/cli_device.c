@@ -97,11 +97,12 @@ ms_result ms_cli_gpu_budget_state(ms_cli_gpu *g, ms_budget_state *state, int32_t
   return rc != MS_OK ? rc : ms_cuda_seq_budget_state(g->cu, 0, state, remaining);
 }
 
-/* One row through the GPU: probs (non-NULL) or a draw. */
+/* One row through the GPU: probs (non-NULL), a draw, or the score of
+   token `given` (>= 0). */
 static ms_result ms__cli_gpu_run(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept,
-                                 float *probs, ms_output *o) {
+                                 float *probs, ms_output *o, int32_t given) {
   const ms_params *pp[1];
-  int32_t slot[1] = {0};
+  int32_t slot[1] = {0}, score[1];
   uint64_t seeds[1], positions[1];
   ms_result row_res[1], rc;
   ms_cuda_batch b;
@@ -113,6 +114,8 @@ static ms_result ms__cli_gpu_run(ms_cli_gpu *g, const ms_params *p, uint64_t see
   b.accept = accept; b.tokens = g->d_tokens; b.out = g->d_out;
   b.top = g->d_top; b.top_stride = g->top_cap;
   b.row_results = row_res;
+  score[0] = given;
+  if (given >= 0) b.score_tokens = score;
   rc = probs ? ms_cuda_probs(g->cu, NULL, &b, g->d_probs, (size_t)g->vocab) : ms_cuda_sample(g->cu, NULL, &b);
   if (rc != MS_OK) return rc;
   /* the synchronous copies wait for the stream */
@@ -133,11 +136,12 @@ static ms_result ms__cli_gpu_run(ms_cli_gpu *g, const ms_params *p, uint64_t see
 }
 
 ms_result ms_cli_gpu_probs(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, float *probs) {
-  return ms__cli_gpu_run(g, p, seed, position, 0, probs, NULL);
+  return ms__cli_gpu_run(g, p, seed, position, 0, probs, NULL, -1);
 }
 
-ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept, ms_output *out) {
-  return ms__cli_gpu_run(g, p, seed, position, accept, NULL, out);
+ms_result ms_cli_gpu_sample(ms_cli_gpu *g, const ms_params *p, uint64_t seed, uint64_t position, int accept, ms_output *out,
+                            int32_t given) {
+  return ms__cli_gpu_run(g, p, seed, position, accept, NULL, out, given);
 }
 
 /* Mirrors the list of docs/CUDA.md "Semantics": what the kernels refuse. */

@@ -99,7 +99,7 @@ static void usage(const char *cmd, FILE *f) {
     "  --top N                      (logprobs) how many top logprobs (default 0)\n"
     "  --mode raw|processed         (logprobs) before any processing, or of the final distribution\n"
     "  --token T                    (logprobs) score token T instead of drawing one (ms_score: prompt\n"
-    "                               logprobs, a forced token); CPU only\n"
+    "                               logprobs, a forced token)\n"
     "  --device cpu|cuda            where to sample (default cpu). cuda: the GPU path of\n"
     "                               mysample_cuda.h (driver and NVRTC loaded at run time), same\n"
     "                               flags and output; what it does not implement (hf typical and\n"
@@ -305,7 +305,6 @@ static int parse_opts(const char *cmd, int argc, char **argv, cli_opts *o) {
 #undef NEED_VALUE
   }
   if (!o->logits_path) { fprintf(stderr, "mysample %s: --logits is required\n", cmd); return 2; }
-  if (o->token >= 0 && o->cuda) { fprintf(stderr, "mysample %s: --token: the GPU path has no scoring; use --device cpu\n", cmd); return 2; }
   if (!o->vocab) { fprintf(stderr, "mysample %s: --vocab is required\n", cmd); return 2; }
   if (!pos_set) o->position = (uint64_t)o->n_output;
   if (!strcmp(cmd, "logprobs")) { o->p.logprobs = o->top; o->p.max_logprobs = -1; }
@@ -424,7 +423,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
       for (i = 0; i < o.draws; i++) {
         ms_output out; memset(&out, 0, sizeof out);
         ms_seq_set_position(seq, o.position + (uint64_t)i);
-        res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position + (uint64_t)i, o.accept, &out)
+        res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position + (uint64_t)i, o.accept, &out, -1)
                   : ms_sample(s, row, o.vocab, &o.p, seq, &out);
         if (res != MS_OK) { if (i) printf("]}\n"); rc = row_failed(cmd, r, res, &o, gpu); break; }
         if (i == 0) printf("{\"row\": %d, \"seed\": %llu, \"tokens\": [", (int)r, (unsigned long long)ms_seq_seed(seq));
@@ -456,7 +455,7 @@ int ms_cli_sampling(const char *cmd, int argc, char **argv) {
       ms_output out; memset(&out, 0, sizeof out);
       out.top = top; out.top_capacity = o.top;
       ms_seq_set_position(seq, o.position);
-      res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position, 0, &out)
+      res = gpu ? ms_cli_gpu_sample(gpu, &o.p, ms_seq_seed(seq), o.position, 0, &out, o.token)
           : o.token >= 0 ? ms_score(s, row, o.vocab, &o.p, seq, o.token, &out)
                          : ms_sample(s, row, o.vocab, &o.p, seq, &out);
       if (res != MS_OK) { rc = row_failed(cmd, r, res, &o, gpu); break; }

@@ -175,6 +175,10 @@ typedef struct ms_cuda_batch {
   void *top;                        /* device ms_logprob[n_rows * top_stride] or NULL (top-N logprobs) */
   int32_t top_stride;               /* entries per row in top */
   ms_result *row_results;           /* host: NULL or n_rows; host-side validation result per row */
+  const int32_t *score_tokens;      /* host: NULL, or n_rows tokens: ms_cuda_sample reports row r for
+                                       score_tokens[r] as ms_score does (its logprob, rank and top list,
+                                       -inf and rank vocab where dropped; logprobs -1 reads as 0), no
+                                       draw; accept appends it. ms_cuda_probs ignores it */
 } ms_cuda_batch;
 
 /* Samples every row on `stream` (a CUstream; NULL = the legacy default

@@ -81,7 +81,7 @@ typedef struct ms__cuda_row {
   float ll_sigma;
   int32_t forced;
   float eps_cut, eta_cut;
-  int32_t pad;
+  int32_t given;   /* score_tokens[r], -1: draw */
 } ms__cuda_row;
 
 /* Kernel arguments: struct Args in kernels.cu (passed by value). */
@@ -546,6 +546,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     float T;
     memset(R, 0, sizeof *R);
     R->slot = -1; R->eos = -1; R->logprobs = -1; R->bitmask_off = -1; R->repetition = 1.0f; R->top_p = 1.0f; R->forced = -1;
+    R->given = -1;
     /* a refused row's reason goes into why (cold: refused rows only) */
     why[0] = '\0';
     rc = p ? ms_params_validate(p, V, why, sizeof why) : MS_ERR_NULL_ARGUMENT;
@@ -586,6 +587,11 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
           snprintf(why, sizeof why, "bad word %d has %d ids; the device keeps max_history (%d) + 1", (int)w,
                    (int)p->bad_words_lens[w], (int)cu->hist_cap);
         }
+    }
+    /* a scored row's token (sampling calls only: probs ignore score_tokens) */
+    if (rc == MS_OK && b->score_tokens && ends_ok && (b->score_tokens[r] < 0 || b->score_tokens[r] >= V)) {
+      rc = MS_ERR_TOKEN_OUT_OF_RANGE;
+      snprintf(why, sizeof why, "score token %d is outside [0, %d)", (int)b->score_tokens[r], (int)V);
     }
     /* one row per slot may append to it (two would race for its history) */
     if (rc == MS_OK && slot >= 0 && accept_ok) {
@@ -649,6 +655,12 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     R->min_tokens = p->min_tokens;
     R->eos = p->eos_token_id;
     R->logprobs = p->logprobs;
+    if (b->score_tokens && ends_ok) {
+      /* a scored row reports the token's logprob and rank whatever its
+         logprobs (-1 reads as 0, as ms_score) */
+      R->given = b->score_tokens[r];
+      if (R->logprobs < 0) R->logprobs = 0;
+    }
     R->seed = b->seeds ? b->seeds[r] : (p->has_seed ? p->seed : ms_fresh_seed(cu->salt++));
     R->position = b->positions ? b->positions[r] : 0;
     if (!b->positions && slot >= 0) flags |= MS__CUDA_F_POS_SLOT;
@@ -657,7 +669,7 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
     if (prof != 3 && slot >= 0 && (p->repetition_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f))
       flags |= MS__CUDA_F_PEN;
     if (p->min_tokens > 0 && (p->eos_token_id >= 0 || p->n_stop_token_ids > 0)) flags |= MS__CUDA_F_MINTOK;
-    if (p->logprobs >= 0) flags |= p->logprobs_mode == MS_LOGPROBS_PROCESSED ? MS__CUDA_F_LP_PROC : MS__CUDA_F_RAW_LSE;
+    if (R->logprobs >= 0) flags |= p->logprobs_mode == MS_LOGPROBS_PROCESSED ? MS__CUDA_F_LP_PROC : MS__CUDA_F_RAW_LSE;
     if (p->allowed_ids) {
       flags |= MS__CUDA_F_ALLOWED;
       if (used + (size_t)p->n_allowed_ids > cap) return 0;

@@ -159,7 +159,8 @@ struct Row {
   float ll_sigma;                          /* ... and top-n-sigma's n (F_SIGMA, or stage 6) */
   i32 forced;             /* F_BUDGET: the token the budget forces (ms_k_mask writes it; -1: none) */
   float eps_cut, eta_cut; /* HF epsilon and eta cutoffs (0: off): P_EPS, P_ETA */
-  i32 pad;
+  i32 given;              /* ms_cuda_batch.score_tokens: the row reports this token instead of a draw's (-1: draw);
+                             such a row has logprobs (>= 0), so it never ends before ms_k_row */
 };
 
 /* Kernel arguments, passed by value: ms__cuda_args in api_cuda.h. */
@@ -3112,11 +3113,18 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
         if (cum > target) { pick = i; break; }
       }
     }
+    if (R.given >= 0 && !A.probs && zs > 0.0) {
+      /* a scored row: the given token's place in the list (-1: the chain
+         dropped it, or its weight is 0; the list's others still report) */
+      pick = -1;
+      for (i32 i = 0; i < n && pick < 0; i++) if (s_i[i] == R.given && s_e[i] > 0.0f) pick = i;
+    }
     if (!(zs > 0.0)) pick = -1;
     s_n = n; s_z = zs; s_pick = pick;
   }
   __syncthreads();
   const i32 n = s_n, pick = s_pick;
+  const int scored = R.given >= 0 && !A.probs && s_z > 0.0;
   const double z = s_z;
   float *probs = (float *)A.probs;
   if (probs) {
@@ -3126,19 +3134,19 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
     if (pick >= 0) for (i32 i = tid; i < n; i += blockDim.x) pr[s_i[i]] = (float)((double)s_e[i] / z);
   }
   const int lp_proc = A.out != 0 && R.logprobs >= 0 && (R.flags & F_LP_PROC) != 0;
-  if (tid == 0) { Q->ll_token = pick >= 0 ? s_i[pick] : -1; Q->ll_lp = 0.0f; Q->ll_rank = 0; Q->ll_ntop = 0; }
-  if (lp_proc && pick >= 0) {
+  if (tid == 0) { Q->ll_token = scored ? R.given : pick >= 0 ? s_i[pick] : -1; Q->ll_lp = 0.0f; Q->ll_rank = 0; Q->ll_ntop = 0; }
+  if (lp_proc && (pick >= 0 || scored)) {
     /* the list's logprobs (into s_v, which the weights replaced) */
     const double logz = list_log(z);
     for (i32 i = tid; i < n; i += blockDim.x) s_v[i] = s_e[i] > 0.0f ? (float)(list_log((double)s_e[i]) - logz) : ms_neg_inf();
     __syncthreads();
-    const float ep = s_e[pick];
-    if (tid == 0) {
+    if (tid == 0 && pick >= 0) {
+      const float ep = s_e[pick];
       i32 rk = 0;   /* the list's weights >= the token's (vLLM v1: itself and its ties) */
       for (i32 i = 0; i < n; i++) rk += s_e[i] >= ep;
       Q->ll_lp = s_v[pick];
       Q->ll_rank = rk;
-    }
+    } else if (tid == 0) { Q->ll_lp = ms_neg_inf(); Q->ll_rank = V; }   /* (a scored token the chain dropped) */
     const i32 m = min(min(n, R.logprobs), min(A.top_stride, MS_CAND));
     if (A.top && m > 0) {
       TopEntry *top = (TopEntry *)A.top + (u64)r * (u64)A.top_stride;
@@ -3271,6 +3279,10 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_row(Args A
     }
   }
 
+  /* a scored row reports its given token (the host checked it is in the
+     vocabulary; a llama.cpp row's is ms_k_list's already) */
+  if (R.given >= 0 && token >= 0 && !A.probs) token = R.given;
+
   /* rows with logprobs end in ms_k_lp (a kernel of its own: here they
      made this the largest program to compile, 1.03 s against 0.69 s
      without, one core): what it needs, into the row's Sel */
@@ -3353,11 +3365,19 @@ extern "C" __global__ void __launch_bounds__(MS_NT, MS_ROW_MINB) ms_k_lp(Args A)
   i32 rank = (i32)bsum_u(cnt);
   if (lp_proc && !cand) nkept = (i32)bsum_u(nk);
   if (!(vt > ms_neg_inf())) {
-    /* a token forced on a non-finite logit: 1 + the finite ones, as the
-       CPU (a rare path, out of the loop above) */
-    u32 fin = 0u;
-    for (i32 i = tid; i < V; i += blockDim.x) { const float v = lv(i); fin += (v > ms_neg_inf() && v < ms_pos_inf()) ? 1u : 0u; }
-    rank = 1 + (i32)bsum_u(fin);
+    /* a token forced on a non-finite logit, or a scored one the row masks
+       or drops: every logprob is >= -inf (the vocabulary), but in a raw
+       row holding NaN or +Inf, where the CPU counts 1 + the finite ones
+       (a rare path, out of the loop above) */
+    u32 fin = 0u, bad = 0u;
+    for (i32 i = tid; i < V; i += blockDim.x) {
+      const float v = lv(i), w = lv.p[i];
+      fin += (v > ms_neg_inf() && v < ms_pos_inf()) ? 1u : 0u;
+      bad += lv.raw && !(w < ms_pos_inf()) ? 1u : 0u;   /* (NaN or +Inf, which lv reads as -inf) */
+    }
+    fin = bsum_u(fin);
+    bad = bsum_u(bad);
+    rank = bad == 0u ? V : 1 + (i32)fin;
   }
 #define MS_LP(v) (lv.raw ? (float)((double)__fsub_rn((v), sP.mr) - log_sr) \
                 : ((v) > ms_neg_inf() ? (float)((double)__fmul_rn(__fsub_rn((v), M), S) - logZ) : ms_neg_inf()))
