@@ -18,7 +18,9 @@
      CPU's within 1e-4 per id; where the token is the CPU's, its logprob
      (1e-4), rank and top list (logprobs within 1e-4; the same ids but
      where two logprobs are equal) are the CPU's;
-   - ms_cuda_sample and ms_cuda_probs agree on each row's status.
+   - ms_cuda_sample and ms_cuda_probs agree on each row's status;
+   - each row scored for a given token (score_tokens) reports what the
+     CPU's ms_score does: status, logprob, rank, top list.
    Needs NVRTC (the kernels are compiled once, to check them and for the
    cache; the emulator runs its own build of kernels.cu): without it every
    input returns at once and the run says so. */
@@ -274,6 +276,46 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (!(fabs((double)gt[j].logprob - (double)ctop[j].logprob) <= 1e-4) && gt[j].logprob != ctop[j].logprob))
           FAIL("row %d: top %d is %d (%.7g) on the GPU, %d (%.7g) on the CPU", (int)k, j, (int)gt[j].token, (double)gt[j].logprob,
                (int)ctop[j].token, (double)ctop[j].logprob);
+    }
+  }
+  {
+    /* score_tokens: each row scored for a token of the input's choosing
+       (now and then one outside the vocabulary), against ms_score: the
+       same status, and the token's logprob, rank and top list */
+    int32_t given[MAXR];
+    for (k = 0; k < R; k++) given[k] = (take(&r, 1) & 15) == 0 ? V + (int32_t)(k & 1) * -(V + 1) : (int32_t)(take(&r, 2) % (uint32_t)V);
+    b.score_tokens = given;
+    b.row_results = row_rc2;
+    (void)ms_cuda_sample(cu, NULL, &b);
+    if (ms_cuda_sync(cu, NULL) != MS_OK) FAIL("sync after scoring");
+    if (ms_cuda_download(cu, out, g_out, (size_t)R * sizeof out[0]) != MS_OK ||
+        ms_cuda_download(cu, top, g_top, (size_t)R * TOPN * sizeof top[0]) != MS_OK) FAIL("download");
+    for (k = 0; k < R; k++) {
+      const ms_logprob *gt = &top[(size_t)k * TOPN];
+      ms_output o;
+      ms_result crc;
+      int j;
+      if (row_rc2[k] == MS_ERR_UNSUPPORTED) continue;
+      memset(&o, 0, sizeof o);
+      o.top = ctop;
+      o.top_capacity = TOPN;
+      crc = ms_score(g_cpu, &logits[(size_t)k * MAXV], V, &ps[k], q[k], given[k], &o);
+      if (row_rc2[k] != MS_OK && row_rc2[k] != crc)
+        FAIL("row %d: scoring %d refused with %s, the CPU says %s", (int)k, (int)given[k], ms_result_str(row_rc2[k]), ms_result_str(crc));
+      if ((ms_result)out[k].status != crc)
+        FAIL("row %d: scoring %d ends with %s on the GPU, %s on the CPU", (int)k, (int)given[k], ms_result_str((ms_result)out[k].status),
+             ms_result_str(crc));
+      if (crc != MS_OK) { if (out[k].token != -1) FAIL("row %d: scoring failed, token %d", (int)k, (int)out[k].token); continue; }
+      if (out[k].token != given[k]) FAIL("row %d: scored %d, reported %d", (int)k, (int)given[k], (int)out[k].token);
+      if (!(fabs((double)out[k].logprob - (double)o.logprob) <= 1e-4) && out[k].logprob != o.logprob)
+        FAIL("row %d: scored %d logprob %.7g on the GPU, %.7g on the CPU", (int)k, (int)given[k], (double)out[k].logprob, (double)o.logprob);
+      if (out[k].rank != o.rank) FAIL("row %d: scored %d rank %d on the GPU, %d on the CPU", (int)k, (int)given[k], (int)out[k].rank, (int)o.rank);
+      if (out[k].n_top != o.n_top) FAIL("row %d: scored, %d top logprobs on the GPU, %d on the CPU", (int)k, (int)out[k].n_top, (int)o.n_top);
+      for (j = 0; j < o.n_top && j < TOPN; j++)
+        if ((gt[j].token != ctop[j].token && gt[j].logprob != ctop[j].logprob) ||
+            (!(fabs((double)gt[j].logprob - (double)ctop[j].logprob) <= 1e-4) && gt[j].logprob != ctop[j].logprob))
+          FAIL("row %d: scored, top %d is %d (%.7g) on the GPU, %d (%.7g) on the CPU", (int)k, j, (int)gt[j].token,
+               (double)gt[j].logprob, (int)ctop[j].token, (double)ctop[j].logprob);
     }
   }
   for (k = 0; k < R; k++) ms_seq_destroy(q[k]);
