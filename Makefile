@@ -12,7 +12,7 @@ TEST_SRCS  := $(wildcard tests/test_*.c)
 TEST_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # the tests that use only the public API link one build of the
 # implementation (tests/impl.c); the others include it themselves
-SHARED_IMPL_TESTS := $(patsubst %,$(BUILD)/tests/test_%,catalogue core golden json llamacpp llamacpp_ref sampling score text)
+SHARED_IMPL_TESTS := $(patsubst %,$(BUILD)/tests/test_%,catalogue core golden json llamacpp llamacpp_ref metamorphic sampling score text)
 EXAMPLE_SRCS := $(filter-out examples/server.c,$(wildcard examples/*.c))
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
 

@@ -536,7 +536,7 @@ MS__PRIVATE double ms__mirostat2_pass(ms__row *R, float s, float T, float mu, in
   double z = 0.0;
   int32_t i, c = 0, V = R->V;
   float cut;
-  for (i = 0; i < R->n_touched; i++) z += (double)ms__expf((w->ovr[w->touched[i]] - R->m) * s);
+  for (i = 0; i < R->n_touched; i++) z += (double)R->K->exp1((w->ovr[w->touched[i]] - R->m) * s);
   if (!R->sparse) {
     int32_t len = V < MS__MIRO_FIRST ? V : MS__MIRO_FIRST, got = 0;
     z += K->exp_sum(R->x, len, R->enable, R->m, s, NULL, NULL);
@@ -595,7 +595,7 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
       for (i = 0; i < c; i++) {
         float pi;
         if (w->cv[i] < cut) continue; /* gathered against a lower bound of z */
-        pi = (float)((double)ms__expf((w->cv[i] - R->m) * s) / z);
+        pi = (float)((double)R->K->exp1((w->cv[i] - R->m) * s) / z);
         if (-log2f(pi) <= mu) { w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++; }
       }
       n = j;
@@ -627,8 +627,8 @@ MS__PRIVATE ms_result ms__chain_mirostat(ms__row *R, uint64_t seed, uint64_t pos
         /* p as llama.cpp's float softmax has it (over z, or unnormalised
            when z cancels); past the finite entries p = 0 (its log ratio
            is then infinite, as upstream) */
-        float p0 = i < c ? (float)((double)ms__expf((w->cv[i] - R->m) * s) / z) : 0.0f;
-        float p1 = i + 1 < c ? (float)((double)ms__expf((w->cv[i + 1] - R->m) * s) / z) : 0.0f;
+        float p0 = i < c ? (float)((double)R->K->exp1((w->cv[i] - R->m) * s) / z) : 0.0f;
+        float p1 = i + 1 < c ? (float)((double)R->K->exp1((w->cv[i + 1] - R->m) * s) / z) : 0.0f;
         float t_i = logf((float)(i + 2) / (float)(i + 1));
         float b_i = logf(p0 / p1);
         sum_tb += t_i * b_i;
@@ -758,7 +758,7 @@ MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, doubl
     mx = ms__band_top_logit(R, kmax);
     cut_m = mx + logf(p->min_p);
     if (cut_m > mx) cut_m = mx; /* min_p > 1 keeps the first maximum: gather the maxima */
-    wm = ms__expf(cut_m - R->m) * (1.0f - 1e-5f);
+    wm = R->K->exp1(cut_m - R->m) * (1.0f - 1e-5f);
     if (wm > gcut) gcut = wm; /* what min-p drops is dropped whatever top-p's ties do */
   }
   if (R->n_touched == 0 && !R->sparse &&
@@ -777,12 +777,31 @@ MS__PRIVATE ms_result ms__chain_band_finish(ms__chain *C, const char *act, doubl
   if (c < 0) c = 0;
   if (tp > tiny && gcut == tp) {
     /* the shortest prefix of the sorted order reaching p: everything above
-       the threshold, then its ties in id order while the mass is short */
-    for (i = 0; i < c; i++) if (w->cv[i] > tp) above += (double)w->cv[i];
+       the threshold, then its ties while the mass is short, in the sorted
+       order: logit descending, then id (equal weights can hide logits an
+       ulp apart, which the list's sort orders by logit) */
+    int32_t nt = 0, q = 0, kid = -1;
+    float kl = INFINITY;
+    for (i = 0; i < c; i++) {
+      if (w->cv[i] > tp) above += (double)w->cv[i];
+      else if (w->cv[i] == tp) { w->ti[nt] = w->ci[i]; w->tv[nt] = ms__eff(R, w->ci[i]); nt++; }
+    }
+    for (i = 0; i < nt; i++) {
+      if (above >= target && (c > nt || q > 0)) break;
+      above += (double)tp;
+      q++;
+    }
+    if (q > 0 && q < nt) {
+      /* the last kept tie: the q-th by logit, then id */
+      ms__sort_desc(w, w->tv, w->ti, nt);
+      kl = w->tv[q - 1]; kid = w->ti[q - 1];
+    }
     for (i = 0, j = 0; i < c; i++) {
-      if (w->cv[i] == tp) {
-        if (above >= target && j > 0) continue;
-        above += (double)tp;
+      if (w->cv[i] == tp && q < nt) {
+        float l;
+        if (q == 0) continue;
+        l = ms__eff(R, w->ci[i]);
+        if (l < kl || (l == kl && w->ci[i] > kid)) continue;
       }
       w->ci[j] = w->ci[i]; w->cv[j] = w->cv[i]; j++;
     }
@@ -928,7 +947,7 @@ MS__PRIVATE ms_result ms__chain_run(ms__row *R, uint64_t seed, uint64_t pos, ms_
     for (i = 0; i < c; i++) { lm += (double)w->cv[i]; w->cv[i] = ms__eff(R, w->ci[i]); }
     C.n = c;
     ms__chain_sort(&C);
-    if (c > 0 && kmass > lm) C.z_extra = (kmass - lm) / (double)ms__expf(w->cv[0] - R->m);
+    if (c > 0 && kmass > lm) C.z_extra = (kmass - lm) / (double)R->K->exp1(w->cv[0] - R->m);
   } else {
     int32_t c = 0;
     double zin = 0.0, zall = 0.0;

@@ -383,7 +383,7 @@ MS__PRIVATE double ms__row_exp_sum(ms__row *R, float m, float s, float *out, flo
   }
   for (i = 0; i < R->n_touched; i++) {
     int32_t id = R->w->touched[i];
-    float e = ms__expf((R->w->ovr[id] - m) * s);
+    float e = R->K->exp1((R->w->ovr[id] - m) * s);
     if (out) out[id] = e;
     if (blocks) blocks[id / MS__BLOCK] += e;
     z += (double)e;
@@ -427,7 +427,7 @@ MS__PRIVATE double ms__row_exp_sum_y(ms__row *R, float m, float s, float *out, d
   }
   for (i = 0; i < R->n_touched; i++) {
     int32_t id = R->w->touched[i];
-    float y = (R->w->ovr[id] - m) * s, e = ms__expf(y);
+    float y = (R->w->ovr[id] - m) * s, e = R->K->exp1(y);
     out[id] = e;
     z += (double)e;
     if (e > 0.0f) *ysum += (double)e * (double)y;
@@ -1243,14 +1243,16 @@ MS__PRIVATE void ms__filter_list(const ms__row *R, ms__kept *k, float *cv, float
 
 /* SGLang cuts its sorted list by position (ties ordered by id): top-k
    keeps exactly k, top-p keeps a position iff the mass before it is
-   <= lim. On the full row the thresholds are values, so the weights tied
-   at t past the last kept position are zeroed here, in id order (ties
-   all weigh the same). k: top-k's k when its threshold is t, else -1;
-   top_p: top-p's threshold is t, lim its mass, km = W(>= t). Returns
-   whether weights were zeroed. Rare: the cut must fall inside a tie. */
+   <= lim. On the full row the thresholds are weights, so the weights tied
+   at t past the last kept position are zeroed here, in the list's order
+   (logit descending, then id: equal weights can hide logits an ulp apart,
+   which the list orders by logit). k: top-k's k when its threshold is t,
+   else -1; top_p: top-p's threshold is t, lim its mass, km = W(>= t).
+   Returns whether weights were zeroed. Rare: the cut must fall inside a
+   tie. */
 MS__PRIVATE int ms__joint_ties(ms__row *R, float t, int32_t k, int top_p, double lim, double km) {
   float *e = R->w->e;
-  int32_t V = R->V, keep = INT32_MAX, n_eq = 0, i, seen = 0;
+  int32_t V = R->V, keep = INT32_MAX, n_eq = 0, i;
   double w_gt = 0.0, in_tie, c_gt;
   /* top-p: every tie stays while the last one's mass before it fits */
   if (k < 0 && !(km - (double)t > lim)) return 0;
@@ -1269,8 +1271,13 @@ MS__PRIVATE int ms__joint_ties(ms__row *R, float t, int32_t k, int top_p, double
     if (q < keep) keep = q;
   }
   if (keep >= n_eq) return 0;
-  for (i = 0; i < V; i++)
-    if (e[i] == t && ++seen > keep) e[i] = 0.0f;
+  /* the positions past keep in the sorted order: logit descending, then
+     id (logits an ulp apart can weigh the same: the heap's list and the
+     other profiles order those by logit too) */
+  n_eq = R->K->bracket(e, V, t, t, 1, 0, &c_gt, &in_tie, R->w->ci, R->w->cv, V);
+  for (i = 0; i < n_eq; i++) { R->w->tv[i] = ms__eff(R, R->w->ci[i]); R->w->ti[i] = R->w->ci[i]; }
+  ms__sort_desc(R->w, R->w->tv, R->w->ti, n_eq);
+  for (i = keep; i < n_eq; i++) e[R->w->ti[i]] = 0.0f;
   return 1;
 }
 
@@ -1621,7 +1628,7 @@ MS__PRIVATE int32_t ms__draw_in_block(ms__row *R, const ms__kept *k, int32_t b, 
     else memset(blk, 0, (size_t)len * 4);
     for (i = 0; i < R->n_touched; i++) {
       int32_t id = w->touched[i];
-      if (id >= b0 && id < b0 + len) blk[id - b0] = ms__expf((w->ovr[id] - k->m) * k->s);
+      if (id >= b0 && id < b0 + len) blk[id - b0] = R->K->exp1((w->ovr[id] - k->m) * k->s);
     }
     e = blk;
   }
@@ -1784,7 +1791,7 @@ MS__PRIVATE void ms__logprobs_softmax(ms__row *R, int use_raw, float s, int32_t 
     for (i = 0; i < R->V; i++) {
       float v = Q->x[i];
       if (!(v > -INFINITY && v < INFINITY)) continue;
-      z += (double)ms__expf((v - m) * s);
+      z += (double)R->K->exp1((v - m) * s);
       above += v >= ltok;
     }
   } else z = ms__row_exp_sum(Q, m, s, NULL, NULL);

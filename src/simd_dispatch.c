@@ -202,6 +202,9 @@ typedef struct ms__kernels {
      |y - yc| (hi = inf only; else 0); returns how many */
   int32_t (*typ_window)(const float *y, const float *w, int32_t n, float yc, float wmax, float lo, float hi,
                         double sums[5], int32_t *ids);
+  /* exp(x) of one argument, bit for bit what exp_sum's lanes compute:
+     every weight outside the kernels (touched ids) comes from it */
+  float (*exp1)(float x);
 } ms__kernels;
 
 MS__FORCEINLINE uint32_t ms__enable_bits(const uint32_t *enable, int32_t i, int w) {
