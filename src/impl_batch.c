@@ -247,18 +247,6 @@ MS__PRIVATE ms_result ms__row_check(const ms_sampler *s, const float *logits, in
   return MS_OK;
 }
 
-MSDEF ms_result ms_sample(ms_sampler *s, const float *logits, int32_t V, const ms_params *p,
-                          const ms_seq *seq, ms_output *out) {
-  ms_result rc;
-  if (!out) return MS_ERR_NULL_ARGUMENT;
-  out->token = -1;
-  rc = ms__row_check(s, logits, V, p, seq);
-  if (rc != MS_OK) return rc;
-  rc = ms__row_run(s->ws[0], s->K, logits, V, p, seq, out, NULL, -1);
-  if (rc != MS_OK) out->token = -1;
-  return rc;
-}
-
 /* ms_score's row: the token checked, and logprobs -1 read as 0 (the
    token's logprob and rank are what a score is for). */
 MS__PRIVATE ms_result ms__score_row(ms__ws *w, const ms__kernels *K, const float *logits, int32_t V, const ms_params *p,
@@ -269,15 +257,27 @@ MS__PRIVATE ms_result ms__score_row(ms__ws *w, const ms__kernels *K, const float
   return ms__row_run(w, K, logits, V, p, seq, out, NULL, token);
 }
 
-MSDEF ms_result ms_score(ms_sampler *s, const float *logits, int32_t V, const ms_params *p, const ms_seq *seq,
-                         int32_t token, ms_output *out) {
+/* ms_sample (scoring 0) and ms_score: one row on worker 0. */
+MS__PRIVATE ms_result ms__one_row(ms_sampler *s, const float *logits, int32_t V, const ms_params *p, const ms_seq *seq,
+                                  int scoring, int32_t token, ms_output *out) {
   ms_result rc;
   if (!out) return MS_ERR_NULL_ARGUMENT;
   out->token = -1;
   rc = ms__row_check(s, logits, V, p, seq);
-  if (rc == MS_OK) rc = ms__score_row(s->ws[0], s->K, logits, V, p, seq, token, out);
+  if (rc == MS_OK) rc = scoring ? ms__score_row(s->ws[0], s->K, logits, V, p, seq, token, out)
+                                : ms__row_run(s->ws[0], s->K, logits, V, p, seq, out, NULL, -1);
   if (rc != MS_OK) out->token = -1;
   return rc;
+}
+
+MSDEF ms_result ms_sample(ms_sampler *s, const float *logits, int32_t V, const ms_params *p,
+                          const ms_seq *seq, ms_output *out) {
+  return ms__one_row(s, logits, V, p, seq, 0, -1, out);
+}
+
+MSDEF ms_result ms_score(ms_sampler *s, const float *logits, int32_t V, const ms_params *p, const ms_seq *seq,
+                         int32_t token, ms_output *out) {
+  return ms__one_row(s, logits, V, p, seq, 1, token, out);
 }
 
 MSDEF ms_result ms_probs(ms_sampler *s, const float *logits, int32_t V, const ms_params *p,
