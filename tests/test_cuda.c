@@ -3476,6 +3476,118 @@ static void test_gpu_bad_values_where_masked(void) {
   ms_cuda_destroy(cu);
 }
 
+/* A logit_bias of +inf on an id that a mask removed before the bias stage
+   (-inf + inf: the CPU fails the row with NaN, as torch would), in every
+   profile, against the CPU: not allowed, off in the bitmask, banned (before
+   the bias in SGLang and llama.cpp, after it in HF), min_tokens' EOS and
+   stop ids (before it in SGLang only), a one-id bad word (after it where
+   bad words exist: not in SGLang), any id but the forced one while a reasoning budget forces
+   (and the forced one itself: +Inf); on an allowed id, +Inf. vLLM clamps
+   the bias to 100: no error there. The GPU once kept such ids masked and
+   sampled the row. */
+static void test_gpu_inf_bias_where_masked(void) {
+  enum { R = 8, V = 64, NB = 2 };
+  static const ms_profile profs[] = { MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG, MS_PROFILE_LLAMACPP };
+  static float x[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 2], ctop[2];
+  static uint32_t mask[(V + 31) / 32];
+  static const int32_t prompt[2] = { 1, 5 }, start[1] = { 5 }, end_other[1] = { 6 }, end_41[1] = { 41 };
+  int32_t allowed[2] = { 7, 40 }, allowed41[2] = { 7, 41 }, banned[1] = { 41 }, stops[1] = { 41 }, bw[1] = { 41 }, bwl[1] = { 1 };
+  int32_t tok[R], slots[NB] = { 0, 1 }, btok[NB];
+  ms_bias bias[2];
+  ms_params ps[R], pb[NB];
+  const ms_params *pp[R], *ppb[NB];
+  ms_cuda_out out[R], bout[NB];
+  ms_cuda *cu = NULL;
+  ms_cuda_desc d;
+  t_dev g;
+  ms_cuda_batch b;
+  ms_seq *seq = NULL;
+  int pi, r, i, bad = 0, nan_rows = 0, ok_rows = 0;
+  if (!t_gpu()) SKIP(t_why);
+  memset(&d, 0, sizeof d);
+  d.max_rows = R; d.max_vocab = V; d.max_slots = NB;
+  CHECK_EQ_INT(ms_cuda_create(&cu, &d, t_msg, sizeof t_msg), MS_OK);
+  if (!cu) return;
+  CHECK(t_dev_alloc(cu, &g, sizeof x, R, 2));
+  CHECK(ms_seq_create(&seq, 16) == MS_OK);
+  if (!seq) return;
+  for (i = 0; i < (V + 31) / 32; i++) mask[i] = 0xffffffffu;
+  mask[41 >> 5] &= ~(1u << (41 & 31));
+  bias[0].token = 3; bias[0].bias = -1.0f;
+  bias[1].token = 41; bias[1].bias = INFINITY;
+  t_fill(x, R * V, 1.0f);
+  for (pi = 0; pi < 4; pi++) {
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_profile_default(profs[pi]);
+      p.seed = 40u + (uint64_t)r; p.has_seed = 1; p.logprobs = 1;
+      p.logit_bias = bias; p.n_logit_bias = 2;
+      switch (r) {
+        case 0: p.banned_ids = banned; p.n_banned_ids = 1; break;
+        case 1: p.allowed_ids = allowed; p.n_allowed_ids = 2; break;
+        case 2: p.min_tokens = 3; p.eos_token_id = 41; break;
+        case 3: p.min_tokens = 3; p.eos_token_id = 5; p.stop_token_ids = stops; p.n_stop_token_ids = 1; break;
+        case 4: p.token_bitmask = mask; break;
+        case 5: if (profs[pi] != MS_PROFILE_SGLANG) { p.bad_words = bw; p.bad_words_lens = bwl; p.n_bad_words = 1; } break;
+        case 6: p.allowed_ids = allowed41; p.n_allowed_ids = 2; break;
+        default: p.temperature = 0.0f; p.token_bitmask = mask; break;   /* a greedy row */
+      }
+      ps[r] = p;
+      pp[r] = &ps[r];
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 2, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      if (t_row_differs(t_cpu, x + r * V, V, &ps[r], probs + r * V, tok[r], &out[r], top + r * 2, 2, cprobs, ctop, &o, &crc, &e)) {
+        if (++bad <= 8)
+          printf("  %s row %d: status %d / %d, token %d / %d, max |dp| %.3g\n", ms_profile_name(profs[pi]), r, out[r].status, (int)crc,
+                 tok[r], o.token, e);
+      }
+      nan_rows += crc == MS_ERR_NAN_LOGIT;
+      ok_rows += crc == MS_OK;
+    }
+    /* a budget forcing its end token from the first step: 6 (41 masked)
+       or 41 itself */
+    for (r = 0; r < NB; r++) {
+      ms_params p = ms_params_profile_default(profs[pi]);
+      p.seed = 7u; p.has_seed = 1; p.logit_bias = bias; p.n_logit_bias = 2;
+      p.budget_start = start; p.n_budget_start = 1; p.budget_end = r ? end_41 : end_other; p.n_budget_end = 1; p.budget_tokens = 0;
+      pb[r] = p;
+      ppb[r] = &pb[r];
+      CHECK(ms_cuda_upload(cu, g.dt, prompt, sizeof prompt) == MS_OK);
+      CHECK_EQ_INT(ms_cuda_seq_reset(cu, NULL, r, g.dt, 2, &pb[r]), MS_OK);
+    }
+    CHECK(ms_cuda_upload(cu, g.dl, x, (size_t)NB * V * 4) == MS_OK);
+    memset(&b, 0, sizeof b);
+    b.n_rows = NB; b.vocab = V; b.logits = g.dl; b.row_stride = V; b.params = ppb; b.slots = slots;
+    b.tokens = g.dt; b.out = g.dout;
+    ms_cuda_sample(cu, NULL, &b);
+    CHECK(ms_cuda_download(cu, btok, g.dt, sizeof btok) == MS_OK && ms_cuda_download(cu, bout, g.dout, sizeof bout) == MS_OK);
+    for (r = 0; r < NB; r++) {
+      ms_output o;
+      ms_result crc;
+      CHECK_EQ_INT(ms_seq_reset(seq, prompt, 2, V, &pb[r], 0), MS_OK);
+      CHECK(ms_seq_budget_state(seq, NULL) == MS_BUDGET_FORCING);
+      memset(&o, 0, sizeof o);
+      crc = ms_sample(t_cpu, x + r * V, V, &pb[r], seq, &o);
+      if (bout[r].status != (int32_t)crc || (crc == MS_OK && btok[r] != o.token)) {
+        if (++bad <= 8)
+          printf("  %s budget row %d: status %d / %d, token %d / %d\n", ms_profile_name(profs[pi]), r, bout[r].status, (int)crc, btok[r], o.token);
+      }
+      nan_rows += crc == MS_ERR_NAN_LOGIT;
+      ok_rows += crc == MS_OK;
+    }
+  }
+  printf("  %d rows: %d NaN on the CPU, %d sampled; %d differ\n", 4 * (R + NB), nan_rows, ok_rows, bad);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(nan_rows >= 12 && ok_rows >= 12);
+  ms_seq_destroy(seq);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
 /* Raw top lists of rows whose masks hide a NaN or +Inf, on a row long
    enough that the CPU's top-N scan starts from a sampled threshold (too
    high here: a sampled id far above the rest), against the CPU: the N
@@ -3613,6 +3725,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_llamacpp_slots);
   RUN_GPU(test_gpu_llamacpp_room);
   RUN_GPU(test_gpu_bad_values_where_masked);
+  RUN_GPU(test_gpu_inf_bias_where_masked);
   RUN_GPU(test_gpu_raw_top_masked_bad);
   RUN_GPU(test_gpu_budget_matches_cpu);
   RUN_GPU(test_gpu_hf_epsilon_eta);
