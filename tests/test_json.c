@@ -257,6 +257,38 @@ static void test_completion_objects(void) {
   free(mem);
 }
 
+/* Legacy top_logprobs keys are decoded strings: distinct characters that
+   share their leading bytes (2-, 3- and 4-byte sequences) stay distinct
+   keys, byte strings that decode alike (a character then different
+   invalid bytes: both end in U+FFFD) are one key with the last value. */
+static void test_completion_top_keys_decoded(void) {
+  void *mem; ms_response *r = make_resp(MS_OBJECT_COMPLETION, 0, &mem);
+  static const char *const want[] = { "\xC3\xA9", "\xC3\xA8", "\xE2\x82\xAC", "\xE2\x82\xAD", "\xF0\x9F\x98\x80",
+                                      "\xF0\x9F\x98\x81", "\xC3\xA9\xEF\xBF\xBD" };
+  static const char *const tops[] = { "\xC3\xA8", "\xE2\x82\xAC", "\xE2\x82\xAD", "\xF0\x9F\x98\x80", "\xF0\x9F\x98\x81",
+                                      "\xC3\xA9\xFF", "\xC3\xA9\xFE" };
+  ms_token top[7]; ms_token_logprobs lp; ms_chunk c; ms_out o;
+  jc_val *v, *tl;
+  int i;
+  memset(top, 0, sizeof top); memset(&lp, 0, sizeof lp); memset(&c, 0, sizeof c);
+  for (i = 0; i < 7; i++) {
+    top[i].bytes = (const unsigned char *)tops[i]; top[i].n_bytes = (int32_t)strlen(tops[i]); top[i].logprob = -1.0f - (float)i;
+  }
+  lp.tok.bytes = (const unsigned char *)"\xC3\xA9"; lp.tok.n_bytes = 2; lp.tok.logprob = -0.25f;
+  lp.top = top; lp.n_top = 7;
+  c.text = "\xC3\xA9"; c.text_len = 2; c.logprobs = &lp; c.n_logprobs = 1;
+  memset(&o, 0, sizeof o); o.buf = g_buf; o.size = sizeof g_buf;
+  CHECK_EQ_INT(ms_chunk_write(&o, r, &c), MS_OK);
+  v = parse_sse(g_buf, o.len);
+  tl = jc_at(jc_get(jc_get(jc_at(jc_get(v, "choices"), 0), "logprobs"), "top_logprobs"), 0);
+  CHECK_MSG(tl && tl->t == JC_OBJ && tl->n == 7, "%d keys", tl ? (int)tl->n : -1);
+  for (i = 0; tl && i < 7 && i < (int)tl->n; i++) CHECK_MSG(strcmp(tl->keys[i], want[i]) == 0, "key %d", i);
+  CHECK(jc_num(jc_get(tl, want[0])) == -0.25 && jc_num(jc_get(tl, want[5])) == -5.0);
+  CHECK(jc_num(jc_get(tl, want[6])) == -7.0);   /* the last of the two that decode alike */
+  jc_free(v);
+  free(mem);
+}
+
 static void test_chat_completion_nonstream(void) {
   void *mem; ms_response *r = make_resp(MS_OBJECT_CHAT, 0, &mem);
   ms_choice ch; ms_usage u; ms_out o; jc_val *v, *c0;
@@ -404,6 +436,11 @@ static void test_floats(void) {
     CHECK_MSG(strcmp(b, fixed[i].s) == 0, "%s vs %s", b, fixed[i].s);
   }
   ms_json_float(b, -0.0f); CHECK(strcmp(b, "-0.0") == 0);
+  /* non-finite values as Python's json writes them (ms__w_logprob never
+     passes them: -9999.0) */
+  CHECK(ms_json_float(b, NAN) == 3 && strcmp(b, "NaN") == 0);
+  CHECK(ms_json_float(b, INFINITY) == 8 && strcmp(b, "Infinity") == 0);
+  CHECK(ms_json_float(b, -INFINITY) == 9 && strcmp(b, "-Infinity") == 0);
   for (i = 0; i < 300000 && bad < 5; i++) {
     uint32_t bits = rnd(); float v, back; int p, nd = 0; const char *q;
     memcpy(&v, &bits, 4);
@@ -440,6 +477,7 @@ int main(void) {
   RUN(test_exact_bytes);
   RUN(test_chat_logprobs);
   RUN(test_completion_objects);
+  RUN(test_completion_top_keys_decoded);
   RUN(test_chat_completion_nonstream);
   RUN(test_error_object);
   RUN(test_sinks);

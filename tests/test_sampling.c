@@ -192,6 +192,76 @@ TEST(test_validation_messages) {
   }
 }
 
+/* Every other refusal of ms_params_validate: one bad field per case, the
+   specific code and the message (its start, or the whole of it). */
+TEST(test_validation_every_branch) {
+  static const int32_t ids1[1] = { 3 }, far[1] = { 5000 }, len0[1] = { 0 }, len1[1] = { 1 };
+  static ms_bias nan_bias[1];
+  enum { N = 38 };
+  int c;
+  char msg[300];
+  nan_bias[0].token = 3; nan_bias[0].bias = NAN;
+  for (c = 0; c < N; c++) {
+    ms_params p = ms_params_default();
+    ms_result want = MS_ERR_INVALID_PARAM;
+    const char *text = NULL;
+    ms_result rc;
+    switch (c) {
+      case 0: p.profile = MS_PROFILE_SGLANG; p.presence_penalty = 2.5f; text = "presence_penalty must be in [-2, 2], got 2.5."; break;
+      case 1: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.dry_allowed_length = -1;
+              text = "dry_allowed_length must be >= 0 and dry_last_n, penalty_last_n >= -1 (got -1, -1, 64)."; break;
+      case 2: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.penalty_last_n = -2; text = "dry_allowed_length must be >= 0"; break;
+      case 3: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.dry_last_n = -2; text = "dry_allowed_length must be >= 0"; break;
+      case 4: p.n_dry_breakers = -1; text = "dry_breakers: NULL arrays or a negative count (-1)."; break;
+      case 5: p.n_dry_breakers = 1; p.dry_breakers_lens = len1; want = MS_ERR_NULL_ARGUMENT; text = "dry_breakers: NULL arrays"; break;
+      case 6: p.n_dry_breakers = 1; p.dry_breakers = ids1; p.dry_breakers_lens = len0; text = "dry_breakers: breaker 0 has length 0 (1 to 1024)."; break;
+      case 7: p.n_dry_breakers = 1; p.dry_breakers = far; p.dry_breakers_lens = len1; want = MS_ERR_TOKEN_OUT_OF_RANGE;
+              text = "dry_breakers: breaker 0 contains out-of-vocab token id 5000 (vocab size 1000)."; break;
+      case 8: p.hook_stage = (ms_hook_stage)7; text = "hook_stage must be MS_HOOK_OFF, MS_HOOK_FIRST or MS_HOOK_BEFORE_SAMPLING, got 7."; break;
+      case 9: p.hook_stage = MS_HOOK_FIRST; want = MS_ERR_NULL_ARGUMENT; text = "hook_stage is set but hook is NULL."; break;
+      case 10: p.budget_tokens = 5; p.budget_start = ids1; p.n_budget_start = 1; p.budget_end = ids1; p.n_budget_end = 0;
+               text = "the reasoning budget needs start and end sequences of 1 to"; break;
+      case 11: p.budget_tokens = 5; p.n_budget_start = 1; p.budget_end = ids1; p.n_budget_end = 1; want = MS_ERR_NULL_ARGUMENT;
+               text = "budget_start or budget_end is NULL."; break;
+      case 12: p.budget_tokens = 0; p.budget_start = ids1; p.n_budget_start = 1; p.budget_end = far; p.n_budget_end = 1;
+               want = MS_ERR_TOKEN_OUT_OF_RANGE; text = "budget_end"; break;
+      case 13: p.budget_tokens = -2; text = "budget_tokens must be >= 0, or -1 (off), got -2."; break;
+      case 14: p.epsilon_cutoff = 0.1f; want = MS_ERR_UNSUPPORTED;
+               text = "epsilon_cutoff, eta_cutoff and min_tokens_to_keep are not part of the vllm profile (they are HF transformers warpers)."; break;
+      case 15: p = ms_params_profile_default(MS_PROFILE_LLAMACPP); p.eta_cutoff = 0.1f; want = MS_ERR_UNSUPPORTED;
+               text = "epsilon_cutoff and eta_cutoff are not part of the llamacpp profile (they are HF transformers warpers)."; break;
+      case 16: p.min_tokens_to_keep = 2; want = MS_ERR_UNSUPPORTED; text = "epsilon_cutoff, eta_cutoff and min_tokens_to_keep are not part"; break;
+      case 17: p.profile = MS_PROFILE_HF; p.epsilon_cutoff = 1.5f; text = "`epsilon_cutoff` has to be a float > 0 and < 1, but is 1.5"; break;
+      case 18: p.profile = MS_PROFILE_HF; p.eta_cutoff = -0.5f; text = "`eta_cutoff` has to be a float > 0 and < 1, but is -0.5"; break;
+      case 19: p.min_tokens_to_keep = -1; text = "`min_tokens_to_keep` has to be a strictly positive integer, but is -1"; break;
+      case 20: p.no_repeat_ngram_size = -1; text = "`ngram_size` has to be a strictly positive integer, but is -1"; break;
+      case 21: p.no_repeat_ngram_size = 2; want = MS_ERR_UNSUPPORTED; text = "no_repeat_ngram_size and exponential length decay are not part of the vllm profile"; break;
+      case 22: p.profile = MS_PROFILE_HF; p.exp_decay_start = -2; text = "exponential decay needs start >= 0 (or -1 = off) and a finite factor."; break;
+      case 23: p.profile = MS_PROFILE_HF; p.exp_decay_start = 3; p.exp_decay_factor = INFINITY; text = "exponential decay needs start"; break;
+      case 24: p.n_bad_words = -1; text = "bad_words: NULL arrays or a negative count (-1)."; break;
+      case 25: p.n_bad_words = 1; p.bad_words = ids1; want = MS_ERR_NULL_ARGUMENT; text = "bad_words: NULL arrays"; break;
+      case 26: p.profile = MS_PROFILE_SGLANG; p.n_bad_words = 1; p.bad_words = ids1; p.bad_words_lens = len1; want = MS_ERR_UNSUPPORTED;
+               text = "bad words are not part of the sglang profile."; break;
+      case 27: p.n_bad_words = 1; p.bad_words = ids1; p.bad_words_lens = len0; text = "bad_words: word 0 has length 0."; break;
+      case 28: p.n_bad_words = 1; p.bad_words = far; p.bad_words_lens = len1; want = MS_ERR_TOKEN_OUT_OF_RANGE;
+               text = "bad_words: word 0 contains out-of-vocab token id 5000 (vocab size 1000)."; break;
+      case 29: p.logprobs = -2; text = "logprobs must be non-negative or -1, got -2."; break;
+      case 30: p.logprobs_mode = (ms_logprobs_mode)5; text = "logprobs_mode must be raw or processed, got 5."; break;
+      case 31: p.allowed_ids = ids1; p.n_allowed_ids = 0; text = "allowed_token_ids is not None and empty!"; break;
+      case 32: p.allowed_ids = far; p.n_allowed_ids = 1; want = MS_ERR_TOKEN_OUT_OF_RANGE; text = "allowed_token_ids contains out-of-vocab token id!"; break;
+      case 33: p.n_allowed_ids = 3; want = MS_ERR_NULL_ARGUMENT; text = "allowed_ids is NULL but n_allowed_ids is 3."; break;
+      case 34: p.eos_token_id = 1000; want = MS_ERR_TOKEN_OUT_OF_RANGE; text = "eos_token_id 1000 is out of vocab (vocab size 1000)."; break;
+      case 35: p.n_logit_bias = -1; text = "logit_bias is NULL or its count (-1) is negative."; break;
+      case 36: p.n_logit_bias = 1; want = MS_ERR_NULL_ARGUMENT; text = "logit_bias is NULL or its count (1) is negative."; break;
+      default: p.logit_bias = nan_bias; p.n_logit_bias = 1; text = "logit_bias value for token 3 is NaN."; break;
+    }
+    msg[0] = '\0';
+    rc = ms_params_validate(&p, 1000, msg, sizeof msg);
+    CHECK_MSG(rc == want, "case %d: %s, want %s (%s)", c, ms_result_str(rc), ms_result_str(want), msg);
+    CHECK_MSG(strncmp(msg, text, strlen(text)) == 0, "case %d: got '%s' want '%s'", c, msg, text);
+  }
+}
+
 /* logprobs against the naive reference: raw mode is log_softmax of the
    raw row, processed mode is the log of the final distribution */
 TEST(test_logprobs) {
@@ -770,6 +840,7 @@ int main(void) {
   RUN(test_bad_input_codes);
   RUN(test_workspace_and_init_errors);
   RUN(test_validation_messages);
+  RUN(test_validation_every_branch);
   RUN(test_logprobs);
   RUN(test_chi_square_draws);
   RUN(test_batch_and_thread_invariance);

@@ -350,6 +350,30 @@ static void test_errors(void) {
   CHECK(strcmp(msg, "min_tokens must be less than or equal to max_tokens=3, got 5.") == 0);
   p.min_tokens = -1; p.max_tokens = 0;
   CHECK_EQ_INT(ms_text_reset(t, &p, NULL, 0), MS_ERR_INVALID_PARAM);
+  /* every other refusal, with its message */
+  {
+    static const int32_t ids[2] = { 1, 2 };
+    ms_text_params q;
+    q = ms_text_params_default(); q.n_stop = -1;
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+    CHECK(strcmp(msg, "n_stop and n_stop_token_ids must be >= 0") == 0);
+    q = ms_text_params_default(); q.n_stop_token_ids = -2;
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+    q = ms_text_params_default(); q.n_stop = 1;
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_NULL_ARGUMENT);
+    CHECK(strcmp(msg, "stop or stop_token_ids is NULL with a non-zero count") == 0);
+    q = ms_text_params_default(); q.n_stop_token_ids = 1;
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_NULL_ARGUMENT);
+    q = ms_text_params_default(); q.max_tokens = -4;
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+    CHECK(strcmp(msg, "max_tokens must be at least 1, got -4.") == 0);
+    q = ms_text_params_default(); q.holdback = (ms_holdback)9;
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_INVALID_PARAM);
+    CHECK(strcmp(msg, "holdback must be MS_HOLDBACK_VLLM or MS_HOLDBACK_PREFIX") == 0);
+    q = ms_text_params_default(); q.stop_token_ids = ids; q.n_stop_token_ids = 2;   /* max_stop_ids 1 */
+    CHECK_EQ_INT(ms_text_reset(t, &q, msg, sizeof msg), MS_ERR_CAPACITY);
+    CHECK(strcmp(msg, "2 stop_token_ids given, this ms_text holds at most 1") == 0);
+  }
   CHECK_EQ_INT(ms_text_reset(t, NULL, msg, sizeof msg), MS_OK);
   /* a short out buffer changes nothing */
   out[0] = 'Z';
