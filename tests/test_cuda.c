@@ -3405,6 +3405,96 @@ static void test_gpu_row_errors(void) {
   CHECK_EQ_INT(out[3].token, -1);
 }
 
+/* Calls the GPU sampler refuses, each with its code and a message that
+   names the cause (ms_cuda_last_error): the batch's arguments, and rows
+   that ask for what the kernels do not implement (refused, never
+   ignored), with the other rows still sampled. */
+static ms_result t_hook_noop(void *user, float *logits, int32_t vocab, const ms_seq *seq, const ms_params *params) {
+  (void)user; (void)logits; (void)vocab; (void)seq; (void)params;
+  return MS_OK;
+}
+static void test_gpu_call_refusals(void) {
+  ms_cuda *cu = t_gpu();
+  ms_params ps[5];
+  const ms_params *pp[5];
+  ms_cuda_out out[5];
+  ms_result rr[5];
+  int32_t slots[5] = { -1, -1, -1, -1, 4 };   /* max_slots is 4 */
+  ms_cuda_batch b, g;
+  const int V = 100;
+  int r;
+  if (!cu) SKIP(t_why);
+  CHECK(t_bufs(cu));
+  t_fill(t_logits, 5 * V, 1.0f);
+  CHECK(ms_cuda_upload(cu, t_dlogits, t_logits, (size_t)5 * (size_t)V * 4) == MS_OK);
+  for (r = 0; r < 5; r++) { ps[r] = ms_params_default(); ps[r].seed = 3; ps[r].has_seed = 1; pp[r] = &ps[r]; }
+  memset(&g, 0, sizeof g);
+  g.n_rows = 1; g.vocab = V; g.logits = t_dlogits; g.row_stride = (size_t)V; g.params = pp; g.tokens = t_dtokens;
+  /* the batch's arguments */
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, NULL), MS_ERR_NULL_ARGUMENT);
+  CHECK(strstr(ms_cuda_last_error(cu), "batch is NULL") != NULL);
+  b = g; b.params = NULL;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_NULL_ARGUMENT);
+  CHECK(strstr(ms_cuda_last_error(cu), "batch->params") != NULL);
+  b = g; b.logits = NULL;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_NULL_ARGUMENT);
+  CHECK(strstr(ms_cuda_last_error(cu), "batch->logits") != NULL);
+  b = g; b.tokens = NULL;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_NULL_ARGUMENT);
+  CHECK(strstr(ms_cuda_last_error(cu), "batch->tokens") != NULL);
+  b = g; b.vocab = T_MAXV + 1;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_BAD_VOCAB);
+  CHECK(strstr(ms_cuda_last_error(cu), "(max_vocab)") != NULL);
+  b = g; b.vocab = 0;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_BAD_VOCAB);
+  b = g; b.n_rows = 0;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_INVALID_PARAM);
+  CHECK(strstr(ms_cuda_last_error(cu), "n_rows 0 is outside") != NULL);
+  b = g; b.n_rows = T_MAXB + 1;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_INVALID_PARAM);
+  b = g; b.row_stride = (size_t)V - 1;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_INVALID_PARAM);
+  CHECK(strstr(ms_cuda_last_error(cu), "row_stride 99 is below the vocab") != NULL);
+  b = g;
+  CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, t_dprobs, (size_t)V - 1), MS_ERR_INVALID_PARAM);
+  CHECK(strstr(ms_cuda_last_error(cu), "probs_stride 99") != NULL);
+  CHECK_EQ_INT(ms_cuda_probs(cu, NULL, &b, NULL, (size_t)V), MS_ERR_NULL_ARGUMENT);
+  CHECK(strcmp(ms_cuda_last_error(cu), "probs is NULL") == 0);
+  CHECK_EQ_INT(ms_cuda_probs(NULL, NULL, &b, t_dprobs, (size_t)V), MS_ERR_NULL_ARGUMENT);
+  b = g; b.top = t_dtop; b.top_stride = 0;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_INVALID_PARAM);
+  CHECK(strstr(ms_cuda_last_error(cu), "top_stride 0") != NULL);
+  CHECK_EQ_INT(ms_cuda_sample(NULL, NULL, &g), MS_ERR_NULL_ARGUMENT);
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &g), MS_OK);   /* and the sampler still works */
+  CHECK(ms_cuda_last_error(cu)[0] == '\0');
+  /* rows the kernels cannot run: a hook, HF's min_tokens_to_keep and
+     typical_p, a slot past max_slots; row 0 is sampled */
+  ps[1].hook = t_hook_noop; ps[1].hook_stage = MS_HOOK_FIRST;
+  ps[2].profile = MS_PROFILE_HF; ps[2].min_tokens_to_keep = 3;
+  ps[3].profile = MS_PROFILE_HF; ps[3].typical_p = 0.5f;
+  b = g; b.n_rows = 5; b.slots = slots; b.out = t_dout; b.row_results = rr;
+  CHECK_EQ_INT(ms_cuda_sample(cu, NULL, &b), MS_ERR_UNSUPPORTED);   /* the first failing row's */
+  CHECK(strstr(ms_cuda_last_error(cu), "row 1: logits hooks run on the CPU only") != NULL);
+  CHECK_EQ_INT(rr[0], MS_OK);
+  CHECK_EQ_INT(rr[1], MS_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(rr[2], MS_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(rr[3], MS_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(rr[4], MS_ERR_INVALID_PARAM);
+  CHECK(ms_cuda_download(cu, out, t_dout, sizeof out) == MS_OK);
+  CHECK_EQ_INT(out[0].status, MS_OK);
+  CHECK(out[0].token >= 0 && out[0].token < V);
+  for (r = 1; r < 5; r++) { CHECK_EQ_INT(out[r].status, (int)rr[r]); CHECK_EQ_INT(out[r].token, -1); }
+  /* each reason, alone */
+  b.n_rows = 1;
+  for (r = 2; r < 5; r++) {
+    static const char *const why[] = { "min_tokens_to_keep > 1 is not implemented on the GPU", "typical_p is not implemented on the GPU",
+                                       "slot 4 is outside -1..3 (max_slots - 1)" };
+    b.params = pp + r; b.slots = slots + r;
+    CHECK(ms_cuda_sample(cu, NULL, &b) != MS_OK);
+    CHECK_MSG(strstr(ms_cuda_last_error(cu), why[r - 2]) != NULL, "row %d: %s", r, ms_cuda_last_error(cu));
+  }
+}
+
 /* NaN and +Inf where masks reach them, in every profile, against the CPU
    (status, distribution, token): +Inf fails a row only where it survives
    the masks (a banned, not allowed or min_tokens-masked +Inf does not;
@@ -3735,6 +3825,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_logprobs_many);
   RUN_GPU(test_gpu_back_to_back);
   RUN_GPU(test_gpu_row_errors);
+  RUN_GPU(test_gpu_call_refusals);
   RUN_GPU(test_gpu_disk_cache_hit);
   if (t_emu_flag && t_cu && !t_emu) {
     printf("FAIL cuda-emu: --emu, but the device is %s, not the emulator\n", ms_cuda_device_name(t_cu));

@@ -1026,12 +1026,13 @@ done:
 }
 
 MSDEF ms_result ms_cuda_sample(ms_cuda *cu, void *stream, const ms_cuda_batch *batch) {
-  if (batch && !batch->tokens) return MS_ERR_NULL_ARGUMENT;
+  /* (ms__cuda_run refuses a batch without tokens, and says so in
+     ms_cuda_last_error: an early return here left the last call's) */
   return ms__cuda_run(cu, stream, batch, NULL, 0);
 }
 
 MSDEF ms_result ms_cuda_probs(ms_cuda *cu, void *stream, const ms_cuda_batch *batch, void *probs, size_t probs_stride) {
-  if (!probs) return MS_ERR_NULL_ARGUMENT;
+  if (!probs) return cu ? ms__cuda_refuse(cu, MS_ERR_NULL_ARGUMENT, "probs is NULL") : MS_ERR_NULL_ARGUMENT;
   return ms__cuda_run(cu, stream, batch, probs, probs_stride);
 }
 
