@@ -2043,17 +2043,19 @@ static void test_gpu_l2_prefetch(void) {
    take the row: cand 0). Every row equals the CPU, split over 1 to 32
    blocks; and again without top_k, top_p 0.8 on the same selection
    states: the radix passes' histograms, the lists' scratch before, are
-   zero again. */
+   zero again. Equal logits but for 48 in thread 0's groups send the tail
+   from its gather (the whole row is above the lists' bound) to the count
+   radix's 40 candidates (cand 1). */
 #define T_SEL_CAND 68   /* offsetof(Sel, cand) in src/cuda/kernels.cu (tests/cuda_emu/kernels.cpp checks it) */
 #define T_SEL_HIST 112        /* offsetof(Sel, hist), ... */
 #define T_SEL_HIST_WORDS 2048 /* ... and its u64 words (the same check) */
 static void test_gpu_topk_fast_route(void) {
-  enum { R = 11, V = 12000 };
+  enum { R = 12, V = 12000 };
   static float logits[R * V], probs[R * V], cprobs[V];
   static ms_logprob top[R * 5], ctop[5];
   static int32_t allowed[2][40];
   static const int32_t splits[] = { 1, 2, 0, 32 };
-  const int32_t want[R] = { 3, 3, 3, 1, 0, 3, 3, 3, 3, 3, 2 };
+  const int32_t want[R] = { 3, 3, 3, 1, 0, 3, 3, 3, 3, 3, 2, 1 };
   ms_params ps[R];
   const ms_params *pp[R];
   int32_t tok[R], cand;
@@ -2080,6 +2082,15 @@ static void test_gpu_topk_fast_route(void) {
       ps[r].top_k = 20;
     }
     if (r == 10) for (j = 0; j < 8; j++) x[(j & 3) + 1024 * (j >> 2)] = 20.0f + (float)j;
+    if (r == 11) {
+      /* a row of equal logits but 48 in thread 0's groups of four ids (on
+         one or two blocks): the lists fall short and their bound, 0, lets
+         the whole row in (more than the tail's gather holds); the count
+         radix finds the 40th largest, 40 candidates */
+      for (j = 0; j < V; j++) x[j] = 0.0f;
+      for (j = 0; j < 48; j++) x[(j & 3) + 1024 * (j >> 2)] = 5.0f + 0.01f * (float)j;
+      ps[r].top_k = 40;
+    }
     pp[r] = &ps[r];
   }
   for (si = 0; si < 4; si++) {
@@ -2099,7 +2110,7 @@ static void test_gpu_topk_fast_route(void) {
       if (r == 2 && splits[si] != 32) CHECK_MSG(cand == 2 || cand == 3, "split %d row 2: cand %d", splits[si], cand);
       /* row 10 on 32 blocks of 512 ids: thread 0 of block 0 sees ids 0-3
          only, and ids 1024-1027 are another block's */
-      else if (r == 10 && splits[si] == 32) CHECK_MSG(cand == 3, "split 32 row 10: cand %d", cand);
+      else if ((r == 10 || r == 11) && splits[si] == 32) CHECK_MSG(cand == 3, "split 32 row %d: cand %d", r, cand);
       else CHECK_MSG(cand == want[r], "split %d row %d: cand %d, want %d", splits[si], r, cand, want[r]);
       {
         /* the lists' scratch (Sel.hist) is zero again: the passes' histograms */
@@ -2215,6 +2226,113 @@ static void test_gpu_kfast_nopass(void) {
                  tok[mode][r], o.token, e);
       }
     }
+  }
+  CHECK_EQ_INT(bad, 0);
+}
+
+/* ---- llama.cpp's typical on runs of equal logits ----------------------------------
+   Its band grows from the token nearest the entropy, the likelier side
+   first on equal scores; a run of equal logits can be cut where the band
+   reached it from below, and the kept part of the run is then the run's
+   lowest ids (the list is ordered by logit, then id), as on the CPU.
+   Rows of logits in steps of 0.5 and 0.25 (runs everywhere), top_k then
+   typical at several masses, against the CPU. */
+static void test_gpu_llamacpp_typical_runs(void) {
+  enum { R = 16, V = 300, ROUNDS = 6 };
+  static float x[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 4], ctop[4];
+  ms_cuda *cu = NULL;
+  t_dev g;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R];
+  ms_cuda_out out[R];
+  int it, r, i, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, V, 0, 0, 4)) return;
+  for (it = 0; it < ROUNDS; it++) {
+    for (r = 0; r < R; r++) {
+      ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+      const float step = (r & 1) ? 0.25f : 0.5f;
+      float *xr = x + (size_t)r * V;
+      p.samplers = "kyt";   /* (the GPU runs llama.cpp's chain on a top_k's list) */
+      p.top_k = (r & 2) ? 40 : 150;
+      p.typical_p = 0.15f + 0.05f * (float)((r + 3 * it) % 16);
+      p.temperature = 0.8f;
+      p.seed = 77u + (uint64_t)(it * R + r); p.has_seed = 1;
+      p.logprobs = 3; p.logprobs_mode = MS_LOGPROBS_PROCESSED;
+      t_fill(xr, V, 1.0f + 0.5f * (float)(it % 3));
+      for (i = 0; i < V; i++) xr[i] = (float)floor(xr[i] / step) * step;
+      ps[r] = p;
+      pp[r] = &ps[r];
+    }
+    t_batch_run(cu, &g, x, R, V, pp, 4, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      if (t_row_differs(t_cpu, x + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 4, 4, cprobs, ctop, &o,
+                        &crc, &e) && bad++ < 6)
+        printf("  round %d row %d (typical %g): status %d / %d, token %d / %d, max |dp| %.3g\n", it, r, (double)ps[r].typical_p,
+               out[r].status, (int)crc, tok[r], o.token, e);
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
+/* ---- the tail's one-block passes on unaligned rows ------------------------------
+   ms_k_tail's own reads (its gather above the lists' bound, the count
+   radix, top_p by masses, the tile sums) on rows of 12001 logits, so that
+   rows 1 and 2 start off a 16-byte boundary and every row ends in a
+   partial vector: the unaligned head and tail of each read. Ties at the
+   top (the count radix and masses) and equal logits with a few large ones
+   (the count radix's candidates), split over 1 and 32 blocks, against
+   the CPU. */
+static void test_gpu_tail_unaligned_rows(void) {
+  enum { R = 4, V = 12001 };
+  static float logits[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 5], ctop[5];
+  static const int32_t splits[] = { 1, 32 };
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R];
+  ms_cuda_out out[R];
+  int r, j, si, bad = 0;
+  if (!t_gpu()) SKIP(t_why);
+  for (r = 0; r < R; r++) {
+    float *x = logits + (size_t)r * V;
+    ps[r] = ms_params_default();
+    ps[r].seed = 1900u + (uint64_t)r; ps[r].has_seed = 1; ps[r].logprobs = 5;
+    t_fill(x, V, 1.0f);
+    if (r < 3) {
+      for (j = 0; j < 3000; j++) x[(j * 7919 + r) % V] = 9.0f;   /* a crowd of ties at the top */
+      ps[r].top_k = 50; ps[r].top_p = r == 2 ? 1.0f : 0.5f;
+      if (r == 1) ps[r].profile = MS_PROFILE_HF;
+    } else {
+      for (j = 0; j < V; j++) x[j] = 0.0f;
+      for (j = 0; j < 48; j++) x[(j & 3) + 1024 * (j >> 2)] = 5.0f + 0.01f * (float)j;
+      ps[r].top_k = 40;
+    }
+    pp[r] = &ps[r];
+  }
+  for (si = 0; si < 2; si++) {
+    ms_cuda *cu;
+    t_dev g;
+    if (!t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5)) return;
+    t_batch_run(cu, &g, logits, R, V, pp, 5, probs, tok, out, top);
+    for (r = 0; r < R; r++) {
+      ms_output o;
+      ms_result crc;
+      double e;
+      if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5, cprobs,
+                        ctop, &o, &crc, &e) && bad++ < 6)
+        printf("  split %d row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", splits[si], r, tok[r], o.token, e,
+               out[r].rank, o.rank);
+    }
+    t_dev_free(cu, &g);
+    ms_cuda_destroy(cu);
   }
   CHECK_EQ_INT(bad, 0);
 }
@@ -3806,12 +3924,14 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_topp_bins_stats);
   RUN_GPU(test_gpu_topk_fast_route);
   RUN_GPU(test_gpu_kfast_nopass);
+  RUN_GPU(test_gpu_tail_unaligned_rows);
   RUN_GPU(test_gpu_pdl_matches_plain);
   RUN_GPU(test_gpu_l2_prefetch);
   RUN_GPU(test_gpu_bitmask_small_vocab);
   RUN_GPU(test_gpu_penalty_rounding);
   RUN_GPU(test_gpu_stage_order_per_profile);
   RUN_GPU(test_gpu_llamacpp_matches_cpu);
+  RUN_GPU(test_gpu_llamacpp_typical_runs);
   RUN_GPU(test_gpu_llamacpp_slots);
   RUN_GPU(test_gpu_llamacpp_room);
   RUN_GPU(test_gpu_bad_values_where_masked);
