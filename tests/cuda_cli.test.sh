@@ -102,6 +102,18 @@ if [ $rc = 3 ] && grep -qi nvrtc $tmp/first.err; then
 fi
 check ${pfx}first_call '[ $rc = 0 ] && [ -s $tmp/first.out ]'
 
+# cuda-compile (NVRTC, no GPU): every kernel of sm_90 compiled and listed
+# with its program; again from the disk cache; the top_p bins' build
+# lists its three kernels more
+$bin cuda-compile --arch sm_90 --cache --cache-dir $tmp/cc > $tmp/cc1.out 2>&1; rc1=$?
+$bin cuda-compile --arch 90 --cache --cache-dir $tmp/cc > $tmp/cc2.out 2>&1; rc2=$?
+$bin cuda-compile --arch=sm_90 --topp-bins > $tmp/cc3.out 2>&1; rc3=$?
+check cuda_compile_ok '[ $rc1 = 0 ] && grep -q "^sm_90  kernels.cu  ok  sm_90 CUBIN, [0-9]* bytes, .* (compiled)$" $tmp/cc1.out &&
+  [ $(grep -c "^  ms_k_[a-z_]*  *ok  *program [0-9]*, " $tmp/cc1.out) = 12 ] && grep -q "^  ms_k_stats  *ok  *program 2, " $tmp/cc1.out'
+check cuda_compile_disk_cache '[ $rc2 = 0 ] && grep -q "^sm_90  kernels.cu  ok  .* (disk cache)$" $tmp/cc2.out'
+check cuda_compile_topp_bins '[ $rc3 = 0 ] && [ $(grep -c "^  ms_k_[a-z_]*  *ok  *program [0-9]*, " $tmp/cc3.out) = 15 ] &&
+  grep -q "^  ms_k_pgather  *ok  *program 9, " $tmp/cc3.out'
+
 # each parameter set on both devices; sample and logprobs add their flags
 sets=(
   ""
