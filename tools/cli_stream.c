@@ -73,7 +73,11 @@ static int lp_bytes(lp *p, unsigned char **buf, size_t *len, size_t *cap) {
   for (;;) {
     long v;
     if (!lp_int(p, 0, 255, &v, "byte")) return 0;
-    if (*len == *cap) { *cap = *cap * 2 + 16; *buf = (unsigned char *)realloc(*buf, *cap); }
+    if (*len == *cap) {
+      unsigned char *nb = (unsigned char *)realloc(*buf, *cap * 2 + 16);
+      if (!nb) return lp_fail(p, "out of memory");
+      *buf = nb; *cap = *cap * 2 + 16;
+    }
     (*buf)[(*len)++] = (unsigned char)v;
     if (lp_eat(p, ',')) continue;
     if (lp_eat(p, ']')) return 1;
@@ -129,10 +133,17 @@ static int parse_tok_line(const char *s, size_t n, tok_line *t, char *err, size_
         if (!lp_bytes(&p, &t->top_bytes, &tblen, &tbcap)) goto bad;
         if (!lp_eat(&p, ']')) { lp_fail(&p, "expected ']'"); goto bad; }
         if (t->n_top == tcap) {
+          ms_token *nt;
+          size_t *no, *nl;
+          if (tcap > 0x3fffffff / 2) { lp_fail(&p, "too many top entries"); goto bad; }
           tcap = tcap * 2 + 8;
-          t->top = (ms_token *)realloc(t->top, (size_t)tcap * sizeof(ms_token));
-          offs = (size_t *)realloc(offs, (size_t)tcap * sizeof(size_t));
-          lens = (size_t *)realloc(lens, (size_t)tcap * sizeof(size_t));
+          nt = (ms_token *)realloc(t->top, (size_t)tcap * sizeof(ms_token));
+          if (nt) t->top = nt;
+          no = (size_t *)realloc(offs, (size_t)tcap * sizeof(size_t));
+          if (no) offs = no;
+          nl = (size_t *)realloc(lens, (size_t)tcap * sizeof(size_t));
+          if (nl) lens = nl;
+          if (!nt || !no || !nl) { lp_fail(&p, "out of memory"); goto bad; }
         }
         t->top[t->n_top].token = (int32_t)id; t->top[t->n_top].logprob = (float)d;
         offs[t->n_top] = before; lens[t->n_top] = tblen - before;
@@ -150,7 +161,12 @@ static int parse_tok_line(const char *s, size_t n, tok_line *t, char *err, size_
   if (p.i != p.n) { lp_fail(&p, "trailing characters after the object"); goto bad; }
   if (!seen_id) { lp_fail(&p, "missing \"id\""); goto bad; }
   if (!seen_bytes) { lp_fail(&p, "missing \"bytes\""); goto bad; }
-  for (j = 0; j < t->n_top; j++) { t->top[j].bytes = t->top_bytes + offs[j]; t->top[j].n_bytes = lens[j]; }
+  for (j = 0; j < t->n_top; j++) {
+    /* (top entries that all have no bytes leave top_bytes NULL, and
+       NULL + 0 is undefined: fuzz_stream_line found it) */
+    t->top[j].bytes = t->top_bytes ? t->top_bytes + offs[j] : NULL;
+    t->top[j].n_bytes = lens[j];
+  }
   free(offs); free(lens);
   return 1;
 bad:
