@@ -1,12 +1,12 @@
 # Core fuzz targets (libFuzzer + ASan + UBSan): the sampler on any input,
 # the example server's request JSON parser, the llama2.c file loaders,
 # mysample_cuda.h's disk-cache reader, symbol scan and options split, the
-# token lines `mysample stream` reads.
+# token lines `mysample stream` reads, the sampling commands' list flags.
 #   make fuzz-core          build them
 #   make fuzz-core-run      run them all at once for FUZZ_CORE_SECONDS (default 30)
 FUZZ_CORE_SECONDS ?= 30
 CORE_FUZZ := $(BUILD)/fuzz/fuzz_sampler $(BUILD)/fuzz/fuzz_request_json $(BUILD)/fuzz/fuzz_llama2 $(BUILD)/fuzz/fuzz_cuda_cache \
-             $(BUILD)/fuzz/fuzz_stream_line
+             $(BUILD)/fuzz/fuzz_stream_line $(BUILD)/fuzz/fuzz_cli_lists
 
 .PHONY: fuzz-core fuzz-core-run
 fuzz-core: $(CORE_FUZZ)
@@ -24,6 +24,10 @@ $(BUILD)/fuzz/fuzz_llama2: tests/fuzz/fuzz_llama2.c examples/llama2.h
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iexamples -o $@ $< -lm
 
 $(BUILD)/fuzz/fuzz_stream_line: tests/fuzz/fuzz_stream_line.c tools/cli_stream.c tools/cli.h mysample.h
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Itools -o $@ $< -lm -lpthread
+
+$(BUILD)/fuzz/fuzz_cli_lists: tests/fuzz/fuzz_cli_lists.c tools/cli_sampling.c tools/cli.h mysample.h
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Itools -o $@ $< -lm -lpthread
 
