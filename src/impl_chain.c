@@ -285,6 +285,10 @@ MS__PRIVATE float ms__sigma_cut_row(ms__row *R) {
   if (mo[0] <= 0.0) return -FLT_MAX;
   mean = mo[1] / mo[0];
   var = mo[2] / mo[0] - mean * mean;
+  /* llama.cpp sums the logits and the squared deviations in float: past
+     FLT_MAX its standard deviation is inf and nothing is cut (the float
+     lanes here overflowed into inf - inf, a NaN cut that kept nothing) */
+  if (!(var * mo[0] <= (double)FLT_MAX) || !(fabs((double)c + mean) * mo[0] <= (double)FLT_MAX)) return -FLT_MAX;
   if (var < 0.0) var = 0.0;
   return R->m - R->p->top_n_sigma * (float)sqrt(var);
 }

@@ -2230,6 +2230,56 @@ static void test_gpu_kfast_nopass(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* ---- llama.cpp's top-n-sigma when float sums overflow ------------------------------
+   Rows with logits of 1e19 to 3e38 beside ordinary ones: llama.cpp's
+   float mean or sum of squares goes to inf, and so does its deviation:
+   top-n-sigma cuts nothing. ms_k_list sums in double, so it once cut
+   where the CPU (float lanes: inf - inf) masked the whole row
+   (fuzz_cuda_sample). Top-n-sigma first, then top_k 40; both devices. */
+static void test_gpu_llamacpp_sigma_overflow(void) {
+  enum { R = 12, V = 100 };
+  static const float big[] = { 3.0e38f, -3.0e38f, 1.0e30f, -2.0e38f, 5.0e19f, -4.0e25f };
+  static float x[R * V], probs[R * V], cprobs[V];
+  static ms_logprob top[R * 2], ctop[2];
+  ms_cuda *cu = NULL;
+  t_dev g;
+  ms_params ps[R];
+  const ms_params *pp[R];
+  int32_t tok[R];
+  ms_cuda_out out[R];
+  int r, bad = 0, ok_rows = 0;
+  if (!t_gpu()) SKIP(t_why);
+  if (!t_make(&cu, &g, R, V, 0, 0, 2)) return;
+  t_fill(x, R * V, 1.0f);
+  for (r = 0; r < R; r++) {
+    ms_params p = ms_params_profile_default(MS_PROFILE_LLAMACPP);
+    float *xr = x + (size_t)r * V;
+    xr[7] = big[r % 6];
+    if (r >= 6) { xr[40] = big[(r + 1) % 6]; xr[41] = -big[(r + 2) % 6]; }
+    p.samplers = "skt"; p.top_k = 40;
+    p.top_n_sigma = r % 3 == 0 ? 0.5f : r % 3 == 1 ? 1.0f : 6e12f;
+    p.temperature = 1.0f;   /* (3e38 / 0.8 would overflow the temperature stage instead) */
+    p.seed = 600u + (uint64_t)r; p.has_seed = 1;
+    ps[r] = p;
+    pp[r] = &ps[r];
+  }
+  t_batch_run(cu, &g, x, R, V, pp, 2, probs, tok, out, top);
+  for (r = 0; r < R; r++) {
+    ms_output o;
+    ms_result crc;
+    double e;
+    if (t_row_differs(t_cpu, x + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 2, 2, cprobs, ctop, &o,
+                      &crc, &e) && bad++ < 6)
+      printf("  row %d (n %g): status %d / %d, token %d / %d, max |dp| %.3g\n", r, (double)ps[r].top_n_sigma, out[r].status, (int)crc,
+             tok[r], o.token, e);
+    ok_rows += crc == MS_OK;
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(ok_rows, R);
+  t_dev_free(cu, &g);
+  ms_cuda_destroy(cu);
+}
+
 /* ---- llama.cpp's typical on runs of equal logits ----------------------------------
    Its band grows from the token nearest the entropy, the likelier side
    first on equal scores; a run of equal logits can be cut where the band
@@ -3932,6 +3982,7 @@ int main(int argc, char **argv) {
   RUN_GPU(test_gpu_stage_order_per_profile);
   RUN_GPU(test_gpu_llamacpp_matches_cpu);
   RUN_GPU(test_gpu_llamacpp_typical_runs);
+  RUN_GPU(test_gpu_llamacpp_sigma_overflow);
   RUN_GPU(test_gpu_llamacpp_slots);
   RUN_GPU(test_gpu_llamacpp_room);
   RUN_GPU(test_gpu_bad_values_where_masked);

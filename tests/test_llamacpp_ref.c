@@ -589,6 +589,37 @@ static void run_cases(const char *label, int kind, int n, uint64_t salt) {
          t.hits[0], t.hits[1], t.hits[2], t.hits[3], t.hits[4], t.hits[5], t.hits[6], t.hits[7], t.hits[8], t.hits[9]);
 }
 
+/* top-n-sigma on rows whose float sums overflow (logits of 1e19 to 3e38
+   beside ordinary ones): llama.cpp's float mean or sum of squares goes
+   to inf, its deviation with it, and nothing is cut. The float lanes here
+   once met inf - inf there: a NaN cut that masked the whole row (found
+   by fuzz_cuda_sample: the GPU sampled, the CPU said all masked). */
+TEST(test_ref_top_n_sigma_overflow) {
+  static lcase c;
+  static const float big[] = { 3.0e38f, -3.0e38f, 1.0e30f, -2.0e38f, 5.0e19f, -4.0e25f };
+  tally t;
+  int i, b;
+  memset(&t, 0, sizeof t);
+  for (b = 0; b < 12; b++) {
+    memset(&c, 0, sizeof c);
+    c.label = "top_n_sigma_overflow"; c.index = b; c.V = 100; c.mu = NAN; c.case_seed = (uint64_t)b;
+    g_rs = 0x5151u + (uint64_t)b;
+    for (i = 0; i < c.V; i++) g_x[i] = rn();
+    g_x[7] = big[b % 6];
+    if (b >= 6) { g_x[40] = big[(b + 1) % 6]; g_x[41] = -big[(b + 2) % 6]; }
+    c.p = params_all_off();
+    c.p.top_n_sigma = b % 3 == 0 ? 0.5f : b % 3 == 1 ? 1.0f : 6e12f;
+    c.p.samplers = (b & 1) ? "s" : "sk";
+    c.p.top_k = 40;
+    c.p.seed = 11; c.p.has_seed = 1;
+    run_case(&c, &t);
+    if (t.unsupported) break;
+  }
+  if (t.unsupported) SKIP("the llamacpp profile answers MS_ERR_UNSUPPORTED");
+  CHECK_EQ_INT(t.failed, 0);
+  CHECK(t.cases == 12 && t.match_exact + t.match_f32_only >= 10);
+}
+
 TEST(test_ref_penalties) { run_cases("penalties", 'e', 250, 1); }
 TEST(test_ref_dry) { run_cases("dry", 'd', 300, 2); }
 TEST(test_ref_top_n_sigma) { run_cases("top_n_sigma", 's', 200, 3); }
@@ -864,6 +895,7 @@ int main(void) {
   RUN(test_ref_penalties);
   RUN(test_ref_dry);
   RUN(test_ref_top_n_sigma);
+  RUN(test_ref_top_n_sigma_overflow);
   RUN(test_ref_top_k);
   RUN(test_ref_typical);
   RUN(test_ref_top_p);

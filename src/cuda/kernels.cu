@@ -2983,8 +2983,11 @@ extern "C" __global__ void __launch_bounds__(MS_NT) ms_k_list(Args A) {
     if (mc > 0u) {
       const double mean = m1 / (double)mc;
       double var = m2 / (double)mc - mean * mean;
+      /* past FLT_MAX llama.cpp's float sums make the deviation inf: no cut
+         (as the CPU's ms__sigma_cut_row) */
+      const bool over = !(var * (double)mc <= 3.4028234663852886e38) || !(fabs((double)M + mean) * (double)mc <= 3.4028234663852886e38);
       if (var < 0.0) var = 0.0;
-      s_cut = __fsub_rn(M, __fmul_rn(R.ll_sigma, (float)sqrt(var)));
+      if (!over) s_cut = __fsub_rn(M, __fmul_rn(R.ll_sigma, (float)sqrt(var)));
     }
   }
   __syncthreads();
