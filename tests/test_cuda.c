@@ -1502,6 +1502,35 @@ static int t_row_differs(ms_sampler *cpu, const float *x, int V, const ms_params
   return here;
 }
 
+/* Every row of a t_batch_run against the CPU (t_row_differs), the first
+   few that differ printed under `what`. Returns how many differ; *ok (if
+   given) counts the rows the CPU sampled. top_stride <= 32. */
+static int t_rows_differ(const float *logits, int R, int V, const ms_params *ps, const float *probs, const int32_t *tok,
+                         const ms_cuda_out *out, const ms_logprob *top, int top_stride, const char *what, int *ok) {
+  static ms_logprob ctop[32];
+  int r, bad = 0;
+  for (r = 0; r < R; r++) {
+    ms_output o;
+    ms_result crc;
+    double e;
+    if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + (size_t)r * top_stride,
+                      top_stride, t_cprobs, ctop, &o, &crc, &e) && bad++ < 6)
+      printf("  %s row %d: status %d / %d, token %d / %d, max |dp| %.3g, rank %d / %d\n", what, r, out[r].status, (int)crc, tok[r],
+             o.token, e, out[r].rank, o.rank);
+    if (ok) *ok += crc == MS_OK;
+  }
+  return bad;
+}
+
+/* Equal logits (0) but 48 distinct larger ones in thread 0's groups of
+   four ids (0-3, 1024-1027, ...: on one or two blocks of a 12000-id row,
+   one thread of the statistics holds them all). */
+static void t_spikes_in_thread0(float *x, int V) {
+  int j;
+  for (j = 0; j < V; j++) x[j] = 0.0f;
+  for (j = 0; j < 48; j++) x[(j & 3) + 1024 * (j >> 2)] = 5.0f + 0.01f * (float)j;
+}
+
 /* ---- splits, vocabulary edges, bad rows in split rows ---------------------- */
 /* Every split of a row over blocks (one, 2, 7, 32: chunks past the end of
    a small row are empty) and vocabularies from 1 to 150001 (> 65536: the
@@ -2087,8 +2116,7 @@ static void test_gpu_topk_fast_route(void) {
          one or two blocks): the lists fall short and their bound, 0, lets
          the whole row in (more than the tail's gather holds); the count
          radix finds the 40th largest, 40 candidates */
-      for (j = 0; j < V; j++) x[j] = 0.0f;
-      for (j = 0; j < 48; j++) x[(j & 3) + 1024 * (j >> 2)] = 5.0f + 0.01f * (float)j;
+      t_spikes_in_thread0(x, V);
       ps[r].top_k = 40;
     }
     pp[r] = &ps[r];
@@ -2239,8 +2267,8 @@ static void test_gpu_kfast_nopass(void) {
 static void test_gpu_llamacpp_sigma_overflow(void) {
   enum { R = 12, V = 100 };
   static const float big[] = { 3.0e38f, -3.0e38f, 1.0e30f, -2.0e38f, 5.0e19f, -4.0e25f };
-  static float x[R * V], probs[R * V], cprobs[V];
-  static ms_logprob top[R * 2], ctop[2];
+  static float x[R * V], probs[R * V];
+  static ms_logprob top[R * 2];
   ms_cuda *cu = NULL;
   t_dev g;
   ms_params ps[R];
@@ -2264,16 +2292,7 @@ static void test_gpu_llamacpp_sigma_overflow(void) {
     pp[r] = &ps[r];
   }
   t_batch_run(cu, &g, x, R, V, pp, 2, probs, tok, out, top);
-  for (r = 0; r < R; r++) {
-    ms_output o;
-    ms_result crc;
-    double e;
-    if (t_row_differs(t_cpu, x + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 2, 2, cprobs, ctop, &o,
-                      &crc, &e) && bad++ < 6)
-      printf("  row %d (n %g): status %d / %d, token %d / %d, max |dp| %.3g\n", r, (double)ps[r].top_n_sigma, out[r].status, (int)crc,
-             tok[r], o.token, e);
-    ok_rows += crc == MS_OK;
-  }
+  bad = t_rows_differ(x, R, V, ps, probs, tok, out, top, 2, "top-n-sigma overflow", &ok_rows);
   CHECK_EQ_INT(bad, 0);
   CHECK_EQ_INT(ok_rows, R);
   t_dev_free(cu, &g);
@@ -2289,8 +2308,8 @@ static void test_gpu_llamacpp_sigma_overflow(void) {
    typical at several masses, against the CPU. */
 static void test_gpu_llamacpp_typical_runs(void) {
   enum { R = 16, V = 300, ROUNDS = 6 };
-  static float x[R * V], probs[R * V], cprobs[V];
-  static ms_logprob top[R * 4], ctop[4];
+  static float x[R * V], probs[R * V];
+  static ms_logprob top[R * 4];
   ms_cuda *cu = NULL;
   t_dev g;
   ms_params ps[R];
@@ -2317,15 +2336,7 @@ static void test_gpu_llamacpp_typical_runs(void) {
       pp[r] = &ps[r];
     }
     t_batch_run(cu, &g, x, R, V, pp, 4, probs, tok, out, top);
-    for (r = 0; r < R; r++) {
-      ms_output o;
-      ms_result crc;
-      double e;
-      if (t_row_differs(t_cpu, x + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 4, 4, cprobs, ctop, &o,
-                        &crc, &e) && bad++ < 6)
-        printf("  round %d row %d (typical %g): status %d / %d, token %d / %d, max |dp| %.3g\n", it, r, (double)ps[r].typical_p,
-               out[r].status, (int)crc, tok[r], o.token, e);
-    }
+    bad += t_rows_differ(x, R, V, ps, probs, tok, out, top, 4, "typical on runs", NULL);
   }
   CHECK_EQ_INT(bad, 0);
   t_dev_free(cu, &g);
@@ -2342,8 +2353,8 @@ static void test_gpu_llamacpp_typical_runs(void) {
    the CPU. */
 static void test_gpu_tail_unaligned_rows(void) {
   enum { R = 4, V = 12001 };
-  static float logits[R * V], probs[R * V], cprobs[V];
-  static ms_logprob top[R * 5], ctop[5];
+  static float logits[R * V], probs[R * V];
+  static ms_logprob top[R * 5];
   static const int32_t splits[] = { 1, 32 };
   ms_params ps[R];
   const ms_params *pp[R];
@@ -2361,8 +2372,7 @@ static void test_gpu_tail_unaligned_rows(void) {
       ps[r].top_k = 50; ps[r].top_p = r == 2 ? 1.0f : 0.5f;
       if (r == 1) ps[r].profile = MS_PROFILE_HF;
     } else {
-      for (j = 0; j < V; j++) x[j] = 0.0f;
-      for (j = 0; j < 48; j++) x[(j & 3) + 1024 * (j >> 2)] = 5.0f + 0.01f * (float)j;
+      t_spikes_in_thread0(x, V);   /* (rows 1-3 start unaligned: other threads may hold them; only the CPU is compared) */
       ps[r].top_k = 40;
     }
     pp[r] = &ps[r];
@@ -2372,15 +2382,7 @@ static void test_gpu_tail_unaligned_rows(void) {
     t_dev g;
     if (!t_make(&cu, &g, R, V, splits[si], MS_CUDA_TOPP_DEFAULT, 5)) return;
     t_batch_run(cu, &g, logits, R, V, pp, 5, probs, tok, out, top);
-    for (r = 0; r < R; r++) {
-      ms_output o;
-      ms_result crc;
-      double e;
-      if (t_row_differs(t_cpu, logits + (size_t)r * V, V, &ps[r], probs + (size_t)r * V, tok[r], &out[r], top + r * 5, 5, cprobs,
-                        ctop, &o, &crc, &e) && bad++ < 6)
-        printf("  split %d row %d: token %d / cpu %d, max |dp| %.3g, rank %d / %d\n", splits[si], r, tok[r], o.token, e,
-               out[r].rank, o.rank);
-    }
+    bad += t_rows_differ(logits, R, V, ps, probs, tok, out, top, 5, splits[si] == 1 ? "split 1" : "split 32", NULL);
     t_dev_free(cu, &g);
     ms_cuda_destroy(cu);
   }
