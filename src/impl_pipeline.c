@@ -177,11 +177,16 @@ MS__PRIVATE void ms__row_build(ms__row *R) {
         }
         break;
       case MS__P_BIAS:
+        /* a logit at -inf stays there whatever its bias: a mask (in
+           whichever order the profile applies it) wins over a +inf bias,
+           which would make it NaN (torch's -inf + inf), and a -inf entry
+           is final; on both devices */
         for (i = 0; i < p->n_logit_bias; i++) {
-          float b = p->logit_bias[i].bias, c = R->r->bias_clamp;
+          float b = p->logit_bias[i].bias, c = R->r->bias_clamp, *l;
           if (b > c) b = c;
           if (b < -c) b = -c;
-          *ms__touch(R, p->logit_bias[i].token) += b;
+          l = ms__touch(R, p->logit_bias[i].token);
+          if (*l != -INFINITY) *l += b;
         }
         break;
       case MS__P_NGRAM:

@@ -262,6 +262,42 @@ TEST(test_validation_every_branch) {
   }
 }
 
+/* A logit at -inf stays there whatever its bias: a masked id (allowed ids,
+   the bitmask, banned before or after the bias) with a +inf bias is still
+   masked (-inf + inf would be NaN), and so is the model's -inf; +inf on an
+   id no mask removed is an +Inf logit, and +inf then -inf on a finite
+   logit a NaN (the entries add in the caller's order). Every profile. */
+TEST(test_bias_on_minus_inf) {
+  enum { V = 50 };
+  static const ms_profile profs[] = { MS_PROFILE_VLLM, MS_PROFILE_HF, MS_PROFILE_SGLANG, MS_PROFILE_LLAMACPP };
+  float x[V], pr[V];
+  int32_t allowed[3] = { 1, 2, 3 }, banned[1] = { 9 };
+  uint32_t mask[2] = { 0xffffffffu, 0xffffffffu };
+  ms_bias b[3];
+  ms_sampler *s = sampler(V, 1);
+  int pi, c, i;
+  mask[0] &= ~(1u << 11);
+  for (pi = 0; pi < 4; pi++)
+    for (c = 0; c < 6; c++) {
+      ms_params p = ms_params_profile_default(profs[pi]);
+      const int vllm = profs[pi] == MS_PROFILE_VLLM;   /* (its bias is clamped to +-100) */
+      int32_t id = c == 0 ? 4 : c == 1 ? 11 : c == 2 ? 9 : 20;
+      ms_result want = MS_OK;
+      for (i = 0; i < V; i++) x[i] = (float)(i % 5) * 0.5f;
+      x[20] = -INFINITY;
+      b[0].token = id; b[0].bias = INFINITY; b[1].token = 2; b[1].bias = 0.5f;
+      p.logit_bias = b; p.n_logit_bias = 2; p.seed = 3; p.has_seed = 1;
+      if (c == 0) { p.allowed_ids = allowed; p.n_allowed_ids = 3; }
+      if (c == 1) p.token_bitmask = mask;
+      if (c == 2) { p.banned_ids = banned; p.n_banned_ids = 1; }
+      if (c == 4) { id = 30; b[0].token = 30; if (!vllm) want = MS_ERR_INF_LOGIT; }
+      if (c == 5) { id = 30; b[0].token = 30; b[2] = b[0]; b[2].bias = -INFINITY; p.n_logit_bias = 3; if (!vllm) want = MS_ERR_NAN_LOGIT; }
+      CHECK_MSG(ms_probs(s, x, V, &p, NULL, pr) == want, "%s case %d", ms_profile_name(profs[pi]), c);
+      if (want == MS_OK && c < 4) CHECK_MSG(pr[id] == 0.0f, "%s case %d: p[%d] = %g", ms_profile_name(profs[pi]), c, (int)id, (double)pr[id]);
+    }
+  ms_sampler_destroy(s);
+}
+
 /* logprobs against the naive reference: raw mode is log_softmax of the
    raw row, processed mode is the log of the final distribution */
 TEST(test_logprobs) {
@@ -841,6 +877,7 @@ int main(void) {
   RUN(test_workspace_and_init_errors);
   RUN(test_validation_messages);
   RUN(test_validation_every_branch);
+  RUN(test_bias_on_minus_inf);
   RUN(test_logprobs);
   RUN(test_chi_square_draws);
   RUN(test_batch_and_thread_invariance);

@@ -26,9 +26,6 @@
 #define MS__CUDA_F_BUDGET   4194304 /* the slot has a reasoning budget (ms_k_mask may force a token) */
 #define MS__CUDA_F_KFAST    8388608 /* top_k <= MS__CUDA_KFAST_MAX: candidates from the statistics' lists (ms_k_tail) */
 #define MS__CUDA_F_PB_STATS 16777216 /* F_TOPP_BINS counted by ms_k_stats (no P_PBIN) */
-#define MS__CUDA_F_INF_BIAS 33554432 /* a +inf bias: NaN if ms_k_mask's allow bits leave its id out ... */
-#define MS__CUDA_F_NAN_BIAS 67108864 /* ... NaN: one on an id banned before the bias ... */
-#define MS__CUDA_F_MT_BIAS 134217728 /* ... NaN while min_tokens holds: one on EOS or a stop id, masked before the bias */
 #define MS__CUDA_KFAST_MAX  256     /* MS_KFAST_MAX in kernels.cu */
 #define MS__CUDA_BUD_WORDS  (8 + 2 * MS_BUDGET_MAX_IDS)   /* MS_BUD_WORDS in kernels.cu */
 
@@ -755,24 +752,6 @@ static size_t ms__cuda_pack(ms_cuda *cu, const ms_cuda_batch *b, void *stage, in
       R->bias_tok_off = (int32_t)used; R->n_bias = n; R->bias_val_off = (int32_t)used + n;
       used += 2 * (size_t)n;
       flags |= MS__CUDA_F_BIAS;
-      /* +inf on an id a mask removed before the bias stage: the CPU's
-         -inf + inf, a NaN row (vLLM clamps; HF biases before its banned
-         ids and min_tokens, SGLang after both, llama.cpp after its banned
-         ids; the allowed ids, the bitmask and a budget's forcing come
-         first everywhere: ms_k_mask checks those on its bits) */
-      for (j = 0; j < n; j++) {
-        float v;
-        int32_t t = tok[j], q;
-        memcpy(&v, &idx[j], 4);
-        if (!(v == INFINITY) || t < 0 || t >= V) continue;
-        flags |= MS__CUDA_F_INF_BIAS;
-        if (prof == 2 || prof == 3)
-          for (q = 0; q < p->n_banned_ids; q++) if (p->banned_ids[q] == t) flags |= MS__CUDA_F_NAN_BIAS;
-        if (prof == 2 && (flags & MS__CUDA_F_MINTOK)) {
-          if (t == p->eos_token_id) flags |= MS__CUDA_F_MT_BIAS;
-          for (q = 0; q < p->n_stop_token_ids; q++) if (p->stop_token_ids[q] == t) flags |= MS__CUDA_F_MT_BIAS;
-        }
-      }
     }
     /* a slot with a reasoning budget: ms_k_mask decides each step whether
        it forces a token, and only then puts the row on the mask path (the

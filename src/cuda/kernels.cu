@@ -129,10 +129,6 @@ typedef unsigned long long u64;
 #define F_BUDGET   4194304 /* the slot has a reasoning budget: ms_k_mask forces its end sequence (Row.forced) */
 #define F_KFAST    8388608 /* top_k <= MS_KFAST_MAX by its candidates from the statistics' lists (ms_k_tail, no pass) */
 #define F_PB_STATS 16777216 /* F_TOPP_BINS: the statistics count the bins as they read (ms_k_pbstats; no P_PBIN) */
-#define F_INF_BIAS 33554432 /* a bias entry of +inf: the row fails (NaN) if its id is off after the allowed ids,
-                               the bitmask or a budget's forcing (ms_k_mask; -inf + inf, as on the CPU) ... */
-#define F_NAN_BIAS 67108864 /* ... fails: the host found one on an id banned before the bias (SGLang, llama.cpp) */
-#define F_MT_BIAS 134217728 /* ... fails while min_tokens holds: one on EOS or a stop id (SGLang: before the bias) */
 
 /* Result codes written to ms_cuda_out.status (values of ms_result). */
 #define ST_NAN 5
@@ -535,7 +531,9 @@ template <class T> __device__ MS_BLOCK_FN T bscan_excl(T v, T *total) {
 /* ---- the pointwise stages ------------------------------------------------- */
 
 /* x plus the bias entries of token i, one after another in the caller's
-   order (the list is sorted by token, stably), as the CPU adds them. */
+   order (the list is sorted by token, stably), as the CPU adds them; a
+   logit at -inf (the model's, or an entry's) stays there, as on the CPU
+   (+inf would make it NaN). */
 __device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
   const i32 *tok = blob + R.bias_tok_off;
   const float *val = (const float *)(blob + R.bias_val_off);
@@ -544,7 +542,7 @@ __device__ float add_bias(const i32 *blob, const Row &R, i32 i, float x) {
     i32 mid = (lo + hi) >> 1;
     if (tok[mid] < i) lo = mid + 1; else hi = mid;
   }
-  for (; lo < R.n_bias && tok[lo] == i; lo++) x = __fadd_rn(x, val[lo]);
+  for (; lo < R.n_bias && tok[lo] == i; lo++) if (x != ms_neg_inf()) x = __fadd_rn(x, val[lo]);
   return x;
 }
 
@@ -1436,31 +1434,6 @@ extern "C" __global__ void __launch_bounds__(MS_ST) ms_k_mask(Args A) {
       __syncthreads();
       if (bm) for (i32 w = threadIdx.x; w < W; w += blockDim.x) ab[w] &= bm[w];
       __syncthreads();
-    }
-    if (flags & (F_INF_BIAS | F_NAN_BIAS | F_MT_BIAS)) {
-      /* a bias of +inf on an id that a mask removed before the bias stage:
-         the CPU adds it to -inf and fails the row with NaN (as torch's
-         -inf + inf); pointwise would keep the id masked and sample */
-      __shared__ int s_nan;
-      if (threadIdx.x == 0) {
-        const i32 len = (R.slot >= 0 && R.slot < A.n_slots) ? ((const i32 *)A.seq_len)[R.slot] : 0;
-        s_nan = (flags & F_NAN_BIAS) || ((flags & F_MT_BIAS) && len < R.min_tokens);
-      }
-      __syncthreads();   /* (and the allow bits above are written) */
-      if (flags & F_INF_BIAS)
-        for (i32 j = threadIdx.x; j < R.n_bias; j += blockDim.x) {
-          const i32 t = blob[R.bias_tok_off + j];
-          const float v = ((const float *)blob)[R.bias_val_off + j];
-          if (v == ms_pos_inf() && t >= 0 && t < V && !allowed_id(ab, t)) atomicOr(&s_nan, 1);
-        }
-      __syncthreads();
-      if (s_nan) {
-        if (threadIdx.x == 0) {
-          ((Row *)A.blob)[r].status = ST_NAN;   /* the later kernels skip the row */
-          put_result(A, R, r, -1, ST_NAN, 0.0f, 0, 0, 0, row_pos(A, R), 0);
-        }
-        return;
-      }
     }
     for (i32 j = threadIdx.x; j < R.n_banned; j += blockDim.x) {
       i32 t = blob[R.banned_off + j];
