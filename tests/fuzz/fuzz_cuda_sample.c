@@ -133,9 +133,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* the lists' ids into the row */
         for (i = 0; i < p->n_logit_bias; i++) L[k].bias[i].token = (int32_t)((uint32_t)L[k].bias[i].token % (uint32_t)V);
         /* biases within +-100, or +-inf from the largest magnitudes (a
-           +inf on an id masked before the bias fails the row with NaN on
-           both devices); others (huge finite ones would reach the known
-           top-n-sigma and extreme-gap differences) read as 1 */
+           masked id stays masked, an unmasked one is +Inf, +inf then -inf
+           NaN: the same on both devices); others (huge finite ones would
+           reach the known extreme-gap differences) read as 1 */
         for (i = 0; i < p->n_logit_bias; i++) {
           float bv = L[k].bias[i].bias;
           L[k].bias[i].bias = fabsf(bv) <= 100.0f ? bv : fabsf(bv) >= 1e30f ? (bv > 0.0f ? INFINITY : -INFINITY) : 1.0f;
